@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tessera/core/tensor.h"
+#include "tessera/ops/grad_context.h"
+
+namespace tessera {
+
+// Where the gradient of one input goes: into another node's output slot, or
+// straight into a leaf tensor's .grad.
+struct Edge {
+  std::shared_ptr<Node> node;
+  int output_nr = 0;
+  std::shared_ptr<TensorImpl> leaf;
+  bool active() const { return node != nullptr || leaf != nullptr; }
+};
+
+// One recorded op on the tape: what its gradient reads, where the input
+// gradients go, and when it was recorded (later nodes run first).
+class Node {
+ public:
+  SavedOp saved;
+  std::vector<Edge> next_edges;  // one per input
+  uint64_t sequence = 0;
+};
+
+}  // namespace tessera

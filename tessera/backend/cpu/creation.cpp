@@ -1,0 +1,131 @@
+// CPU kernels for the factory ops (ops/creation.cpp).
+
+#include <cmath>
+
+#include "tessera/backend/cpu/loops.h"
+#include "tessera/core/rng.h"
+#include "tessera/ops/op.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+template <typename T>
+T from_double(double value) {
+  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+    return T(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+void full_kernel(KernelContext& ctx) {
+  Tensor& out = ctx.outputs[0];
+  double value = ctx.attrs.f("value");
+  TESSERA_DISPATCH_ALL(out.dtype(), "full", [&] {
+    scalar_t fill = from_double<scalar_t>(value);
+    scalar_t* data = out.data<scalar_t>();
+    parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) data[i] = fill;
+    });
+  });
+}
+
+void arange_kernel(KernelContext& ctx) {
+  Tensor& out = ctx.outputs[0];
+  double start = ctx.attrs.f("start"), step = ctx.attrs.f("step");
+  TESSERA_DISPATCH_ALL(out.dtype(), "arange", [&] {
+    scalar_t* data = out.data<scalar_t>();
+    for (int64_t i = 0; i < out.numel(); ++i) data[i] = from_double<scalar_t>(start + step * i);
+  });
+}
+
+void linspace_kernel(KernelContext& ctx) {
+  Tensor& out = ctx.outputs[0];
+  double start = ctx.attrs.f("start"), end = ctx.attrs.f("end");
+  int64_t steps = out.numel();
+  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  TESSERA_DISPATCH_ALL(out.dtype(), "linspace", [&] {
+    scalar_t* data = out.data<scalar_t>();
+    // Fill from both ends so the last value is exactly `end`, as PyTorch does.
+    int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; ++i) {
+      double value = i < half ? start + step * i : end - step * (steps - 1 - i);
+      data[i] = from_double<scalar_t>(value);
+    }
+  });
+}
+
+void eye_kernel(KernelContext& ctx) {
+  Tensor& out = ctx.outputs[0];
+  int64_t rows = out.shape()[0], cols = out.shape()[1];
+  TESSERA_DISPATCH_ALL(out.dtype(), "eye", [&] {
+    scalar_t* data = out.data<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) data[r * cols + c] = from_double<scalar_t>(r == c ? 1.0 : 0.0);
+    }
+  });
+}
+
+// Element i of a random tensor uses Philox counter i only (one block per
+// element), so any shard can generate its slice without the rest.
+template <typename F>
+void fill_random(Tensor& out, const Attrs& attrs, const F& sample) {
+  auto seed = static_cast<uint64_t>(attrs.i("seed"));
+  auto offset = static_cast<uint64_t>(attrs.i("offset"));
+  TESSERA_DISPATCH_ALL(out.dtype(), "random", [&] {
+    scalar_t* data = out.data<scalar_t>();
+    parallel_for(0, out.numel(), 4096, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        auto words = Philox::block(seed, offset, static_cast<uint64_t>(i));
+        data[i] = from_double<scalar_t>(sample(words));
+      }
+    });
+  });
+}
+
+void rand_kernel(KernelContext& ctx) {
+  bool wide = ctx.outputs[0].dtype() == DType::f64;
+  fill_random(ctx.outputs[0], ctx.attrs, [wide](const std::array<uint32_t, 4>& w) {
+    return wide ? Philox::to_unit_double(w[0], w[1]) : static_cast<double>(Philox::to_unit_float(w[0]));
+  });
+}
+
+void randn_kernel(KernelContext& ctx) {
+  fill_random(ctx.outputs[0], ctx.attrs, [](const std::array<uint32_t, 4>& w) {
+    // Box-Muller; u1 in (0, 1] so the log is finite.
+    double u1 = 1.0 - Philox::to_unit_double(w[0], w[1]);
+    double u2 = Philox::to_unit_double(w[2], w[3]);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  });
+}
+
+void randint_kernel(KernelContext& ctx) {
+  int64_t low = ctx.attrs.i("low");
+  auto range = static_cast<uint64_t>(ctx.attrs.i("high") - low);
+  fill_random(ctx.outputs[0], ctx.attrs, [low, range](const std::array<uint32_t, 4>& w) {
+    uint64_t bits = (static_cast<uint64_t>(w[0]) << 32) | w[1];
+    return static_cast<double>(low + static_cast<int64_t>(bits % range));
+  });
+}
+
+#define ALL_DTYPES                                                                   \
+  ::tessera::DType::f32, ::tessera::DType::f64, ::tessera::DType::bf16,             \
+      ::tessera::DType::f16, ::tessera::DType::i64, ::tessera::DType::i32,          \
+      ::tessera::DType::u8, ::tessera::DType::boolean
+
+TESSERA_REGISTER_KERNEL("full", cpu, full_kernel, ALL_DTYPES);
+TESSERA_REGISTER_KERNEL("arange", cpu, arange_kernel, ALL_DTYPES);
+TESSERA_REGISTER_KERNEL("linspace", cpu, linspace_kernel, ALL_DTYPES);
+TESSERA_REGISTER_KERNEL("eye", cpu, eye_kernel, ALL_DTYPES);
+TESSERA_REGISTER_KERNEL("rand", cpu, rand_kernel, ::tessera::DType::f32, ::tessera::DType::f64,
+                        ::tessera::DType::bf16, ::tessera::DType::f16);
+TESSERA_REGISTER_KERNEL("randn", cpu, randn_kernel, ::tessera::DType::f32, ::tessera::DType::f64,
+                        ::tessera::DType::bf16, ::tessera::DType::f16);
+TESSERA_REGISTER_KERNEL("randint", cpu, randint_kernel, ::tessera::DType::i64,
+                        ::tessera::DType::i32, ::tessera::DType::u8, ::tessera::DType::f32,
+                        ::tessera::DType::f64);
+
+}  // namespace
+
+}  // namespace tessera::cpu

@@ -1,0 +1,117 @@
+#include "tessera/core/allocator.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/core/error.h"
+
+namespace tessera {
+
+namespace {
+constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* system_allocate(size_t nbytes) {
+  size_t alignment = nbytes >= kHugePage ? kHugePage : kAlignment;
+  void* ptr = std::aligned_alloc(alignment, nbytes);
+  if (ptr != nullptr && nbytes >= kHugePage) madvise(ptr, nbytes, MADV_HUGEPAGE);
+  return ptr;
+}
+}  // namespace
+
+struct CpuAllocator::State {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  AllocatorStats stats;
+};
+
+CpuAllocator& CpuAllocator::instance() {
+  static CpuAllocator* allocator = new CpuAllocator();  // never destroyed: tensors may outlive main
+  return *allocator;
+}
+
+CpuAllocator::~CpuAllocator() { empty_cache(); }
+
+CpuAllocator::State& CpuAllocator::state() const {
+  static State* state = new State();
+  return *state;
+}
+
+size_t CpuAllocator::round_size(size_t nbytes) {
+  if (nbytes == 0) nbytes = 1;
+  if (nbytes <= 4096) return (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (nbytes >= kHugePage) return (nbytes + kHugePage - 1) / kHugePage * kHugePage;
+  // Four classes per power of two keeps waste under 25%.
+  size_t power = size_t{1} << (63 - __builtin_clzll(nbytes - 1));
+  size_t step = power / 4;
+  return (nbytes + step - 1) / step * step;
+}
+
+void* CpuAllocator::allocate(size_t nbytes) {
+  size_t size = round_size(nbytes);
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.free_blocks.find(size);
+    if (it != s.free_blocks.end() && !it->second.empty()) {
+      void* ptr = it->second.back();
+      it->second.pop_back();
+      s.stats.cached_bytes -= static_cast<int64_t>(size);
+      s.stats.current_bytes += static_cast<int64_t>(size);
+      s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.current_bytes);
+      return ptr;
+    }
+  }
+  void* ptr = system_allocate(size);
+  if (ptr == nullptr) {
+    empty_cache();
+    ptr = system_allocate(size);
+  }
+  TESSERA_CHECK(ptr != nullptr, "[allocator] out of memory allocating ", size, " bytes");
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.system_allocations += 1;
+  s.stats.current_bytes += static_cast<int64_t>(size);
+  s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.current_bytes);
+  return ptr;
+}
+
+void CpuAllocator::deallocate(void* ptr, size_t nbytes) {
+  if (ptr == nullptr) return;
+  size_t size = round_size(nbytes);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.free_blocks[size].push_back(ptr);
+  s.stats.current_bytes -= static_cast<int64_t>(size);
+  s.stats.cached_bytes += static_cast<int64_t>(size);
+}
+
+AllocatorStats CpuAllocator::stats() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.stats;
+}
+
+void CpuAllocator::reset_peak() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.peak_bytes = s.stats.current_bytes;
+}
+
+void CpuAllocator::empty_cache() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (auto& [size, blocks] : s.free_blocks) {
+    for (void* ptr : blocks) std::free(ptr);
+    s.stats.cached_bytes -= static_cast<int64_t>(size * blocks.size());
+    blocks.clear();
+  }
+  s.free_blocks.clear();
+}
+
+}  // namespace tessera

@@ -1,0 +1,95 @@
+#include "tessera/core/tensor.h"
+
+#include <sstream>
+
+namespace tessera {
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t size : shape) {
+    TESSERA_CHECK(size >= 0, "[empty] negative size in shape ", shape_str(shape));
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(
+      static_cast<size_t>(tessera::numel(shape)) * dtype_size(dtype), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  impl->device = device;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::scalar(double value, DType dtype) {
+  Tensor out = empty({}, dtype);
+  TESSERA_DISPATCH_ALL(dtype, "scalar", [&] {
+    *out.data<scalar_t>() = static_cast<scalar_t>(value);
+  });
+  return out;
+}
+
+int64_t Tensor::size(int64_t dim_index) const {
+  int64_t d = normalize_dim(dim_index, dim(), "size");
+  return dim() == 0 ? 1 : impl().shape[d];
+}
+
+bool Tensor::is_contiguous() const {
+  const TensorImpl& t = impl();
+  int64_t expected = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    if (t.shape[i] == 1) continue;
+    if (t.strides[i] != expected) return false;
+    expected *= t.shape[i];
+  }
+  return true;
+}
+
+bool Tensor::shares_storage(const Tensor& other) const {
+  return defined() && other.defined() && impl().storage == other.impl().storage;
+}
+
+void* Tensor::raw_data() const {
+  const TensorImpl& t = impl();
+  return static_cast<char*>(t.storage->data()) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+Tensor& Tensor::set_requires_grad(bool value) {
+  TESSERA_CHECK(!value || is_floating(dtype()), "[requires_grad] only floating tensors can ",
+                "require gradients; this one is ", dtype_name(dtype()));
+  TESSERA_CHECK(is_leaf(), "[requires_grad] can only be set on leaf tensors; use detach() to ",
+                "make a new leaf");
+  impl().requires_grad = value;
+  return *this;
+}
+
+Tensor Tensor::detach() const {
+  const TensorImpl& t = impl();
+  return make_alias(*this, t.shape, t.strides, t.offset);
+}
+
+Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides,
+                  int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  const TensorImpl& b = base.impl();
+  impl->storage = b.storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->dtype = b.dtype;
+  impl->device = b.device;
+  return Tensor(std::move(impl));
+}
+
+std::string to_string(const Tensor& tensor) {
+  if (!tensor.defined()) return "tensor(undefined)";
+  std::ostringstream out;
+  out << "tensor(shape=" << shape_str(tensor.shape()) << ", " << dtype_name(tensor.dtype());
+  if (tensor.numel() <= 64) {
+    out << ", values=[";
+    std::vector<double> values = tensor.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+    out << "]";
+  }
+  out << ")";
+  return out.str();
+}
+
+}  // namespace tessera

@@ -1,0 +1,164 @@
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/device.h"
+#include "tessera/core/dtype.h"
+#include "tessera/core/error.h"
+#include "tessera/core/shape.h"
+#include "tessera/core/storage.h"
+
+namespace tessera {
+
+class Node;  // autograd/node.h
+
+// Shape, dtype and device without data: what inference functions consume
+// and produce.
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::f32;
+  Device device;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  Strides strides;
+  DType dtype = DType::f32;
+  Device device;
+  // Autograd.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<Node> grad_fn;
+  int output_nr = 0;  // which output of grad_fn this tensor is
+};
+
+// A cheap value handle: copies share the same tensor (like torch.Tensor or
+// mlx::array). Views share storage with their base.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // New uninitialised contiguous tensor.
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = {});
+  // Copies `values` into a new tensor of `shape` (numel must match).
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+  // A 0-d tensor.
+  static Tensor scalar(double value, DType dtype = DType::f32);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  const Strides& strides() const { return impl().strides; }
+  int64_t size(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
+  int64_t numel() const { return tessera::numel(impl().shape); }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().device; }
+  int64_t offset() const { return impl().offset; }
+  TensorMeta meta() const { return {impl().shape, impl().dtype, impl().device}; }
+  bool is_contiguous() const;
+  // True when two handles refer to the same tensor (not just the same storage).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  bool shares_storage(const Tensor& other) const;
+
+  // Address of element 0 of this view.
+  void* raw_data() const;
+  template <typename T>
+  T* data() const;
+  // The value of a one-element tensor.
+  template <typename T>
+  T item() const;
+  // Copies the elements (in logical row-major order) out, converting to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // Autograd.
+  bool requires_grad() const { return impl().requires_grad; }
+  // Marks a floating leaf tensor as requiring gradients; returns *this.
+  Tensor& set_requires_grad(bool value = true);
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  Tensor grad() const { return Tensor(impl().grad); }
+  void set_grad(const Tensor& grad) { impl().grad = grad.impl_; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  // Accumulates d(this)/d(leaf) into every leaf's .grad. A non-scalar
+  // tensor needs `gradient` of its own shape.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                bool create_graph = false) const;
+  // Same data, cut from the graph.
+  Tensor detach() const;
+
+  // Views (share storage) and shape methods; see ops/view.h.
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const { return transpose(0, 1); }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(const Shape& shape) const;
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType dtype) const;
+
+  TensorImpl& impl() const {
+    TESSERA_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
+    return *impl_;
+  }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// "tensor([1, 2], f32)"-style text for debugging and tests.
+std::string to_string(const Tensor& tensor);
+
+// Builds a view sharing `base`'s storage (no autograd; views with autograd
+// are made by the view ops).
+Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides, int64_t offset);
+
+template <typename T>
+T* Tensor::data() const {
+  TESSERA_CHECK(DTypeOf<T>::value == dtype(), "[tensor] data<", dtype_name(DTypeOf<T>::value),
+                "> called on a ", dtype_name(dtype()), " tensor");
+  return static_cast<T*>(raw_data());
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
+  TESSERA_CHECK(static_cast<int64_t>(values.size()) == tessera::numel(shape),
+                "[from_vector] got ", values.size(), " values for shape ", shape_str(shape),
+                " which holds ", tessera::numel(shape));
+  Tensor out = empty(shape, DTypeOf<T>::value);
+  T* dst = out.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i];
+  return out;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor dense = to(DTypeOf<T>::value).contiguous();
+  const T* src = dense.data<T>();
+  return std::vector<T>(src, src + dense.numel());
+}
+
+template <typename T>
+T Tensor::item() const {
+  TESSERA_CHECK(numel() == 1, "[item] needs a tensor with one element, got shape ",
+                shape_str(shape()));
+  return to_vector<T>()[0];
+}
+
+}  // namespace tessera

@@ -1,0 +1,162 @@
+#include "tessera/core/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera {
+
+void set_blas_num_threads(int count);  // backend/cpu/gemm.cpp
+
+namespace {
+
+thread_local bool inside_worker = false;
+
+int default_thread_count() {
+  if (const char* env = std::getenv("TESSERA_NUM_THREADS")) {
+    int value = std::atoi(env);
+    if (value > 0) return value;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Workers sleep on a condition variable between jobs (no spinning, so they
+// never compete with OpenBLAS's threads). A job is a chunked range; each
+// participant claims chunk indices from an atomic counter.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int count) { resize(count); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return thread_count_; }
+
+  void resize(int count) {
+    stop_workers();
+    thread_count_ = std::max(1, count);
+    stopping_ = false;
+    for (int i = 1; i < thread_count_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  // Returns false if the pool is busy (caller then runs inline).
+  bool run(int64_t begin, int64_t end, int64_t chunks,
+           const std::function<void(int64_t, int64_t)>& fn) {
+    std::unique_lock<std::mutex> busy(busy_mutex_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_fn_ = &fn;
+      job_begin_ = begin;
+      job_end_ = end;
+      job_chunks_ = chunks;
+      next_chunk_.store(0);
+      pending_ = static_cast<int>(workers_.size());
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    inside_worker = true;  // nested parallel_for on the caller runs inline
+    work_on_job();
+    inside_worker = false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  void work_on_job() {
+    int64_t length = job_end_ - job_begin_;
+    for (;;) {
+      int64_t chunk = next_chunk_.fetch_add(1);
+      if (chunk >= job_chunks_) break;
+      int64_t lo = job_begin_ + length * chunk / job_chunks_;
+      int64_t hi = job_begin_ + length * (chunk + 1) / job_chunks_;
+      try {
+        (*job_fn_)(lo, hi);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+  }
+
+  void worker_loop() {
+    inside_worker = true;
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      work_on_job();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
+  int thread_count_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex busy_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  bool stopping_ = false;
+  uint64_t generation_ = 0;
+  const std::function<void(int64_t, int64_t)>* job_fn_ = nullptr;
+  int64_t job_begin_ = 0, job_end_ = 0, job_chunks_ = 0;
+  std::atomic<int64_t> next_chunk_{0};
+  int pending_ = 0;
+  std::exception_ptr error_;
+};
+
+ThreadPool& pool() {
+  static ThreadPool* instance = [] {
+    int count = default_thread_count();
+    set_blas_num_threads(count);
+    return new ThreadPool(count);
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int count) {
+  pool().resize(count);
+  set_blas_num_threads(std::max(1, count));
+}
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  int64_t length = end - begin;
+  if (length <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (length <= grain || inside_worker) {
+    fn(begin, end);
+    return;
+  }
+  ThreadPool& threads = pool();
+  int64_t chunks = std::min<int64_t>(threads.size(), (length + grain - 1) / grain);
+  if (chunks <= 1 || !threads.run(begin, end, chunks, fn)) fn(begin, end);
+}
+
+}  // namespace tessera

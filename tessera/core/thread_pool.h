@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace tessera {
+
+// Number of threads parallel_for uses: TESSERA_NUM_THREADS if set, else the
+// core count. OpenBLAS is given the same number, and its work never runs
+// inside parallel_for, so the two never oversubscribe the cores.
+int num_threads();
+// Changes the thread count for later parallel_for calls (and OpenBLAS).
+void set_num_threads(int count);
+
+// Runs fn(chunk_begin, chunk_end) over [begin, end) split into at most
+// num_threads() chunks of at least `grain` iterations. Ranges smaller than
+// `grain`, calls from inside a worker, and calls while another thread holds
+// the pool run inline on the calling thread. Exceptions from chunks are
+// rethrown on the caller.
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn);
+
+// Elements per chunk that make a simple elementwise loop worth splitting.
+constexpr int64_t kElementwiseGrain = 32768;
+
+}  // namespace tessera

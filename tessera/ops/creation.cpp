@@ -1,0 +1,129 @@
+// Factory ops. They have no tensor inputs, so their only SBP signature is
+// all-broadcast (every rank builds the whole tensor); sharded construction
+// is the global layer's job. Kernels: backend/cpu/creation.cpp.
+
+#include "tessera/ops/creation.h"
+
+#include <cmath>
+
+#include "tessera/ops/op.h"
+
+namespace tessera {
+
+namespace {
+
+void check_shape(const Shape& shape, const char* op) {
+  for (int64_t size : shape) {
+    TESSERA_CHECK(size >= 0, "[", op, "] sizes must be non-negative, got shape ", shape_str(shape));
+  }
+}
+
+OpDef factory_def(const char* name) {
+  OpDef def;
+  def.name = name;
+  def.differentiable = false;
+  def.kernel_dtype_input = -1;
+  def.infer = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+    return std::vector<TensorMeta>{{attrs.ints("shape"), attrs.get<DType>("dtype"), Device{}}};
+  };
+  return def;
+}
+
+const OpDef& full_op = register_op(factory_def("full"));
+const OpDef& arange_op = register_op(factory_def("arange"));
+const OpDef& linspace_op = register_op(factory_def("linspace"));
+const OpDef& eye_op = register_op(factory_def("eye"));
+const OpDef& rand_op = register_op(factory_def("rand"));
+const OpDef& randn_op = register_op(factory_def("randn"));
+const OpDef& randint_op = register_op(factory_def("randint"));
+
+Attrs random_attrs(const Shape& shape, DType dtype, Generator* generator) {
+  Generator& gen = generator ? *generator : default_generator();
+  uint64_t offset = gen.reserve(static_cast<uint64_t>(numel(shape)));
+  return {{"shape", shape},
+          {"dtype", dtype},
+          {"seed", static_cast<int64_t>(gen.seed())},
+          {"offset", static_cast<int64_t>(offset)}};
+}
+
+}  // namespace
+
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
+  check_shape(shape, "full");
+  DType resolved = dtype.value_or(value.is_bool()       ? DType::boolean
+                                  : value.is_integral() ? DType::i64
+                                                        : DType::f32);
+  return call1(full_op, {}, {{"shape", shape}, {"dtype", resolved}, {"value", value.to_double()}});
+}
+
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
+  return full(x.shape(), 0.0, dtype.value_or(x.dtype()));
+}
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
+  return full(x.shape(), 1.0, dtype.value_or(x.dtype()));
+}
+Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype) {
+  return full(x.shape(), value, dtype.value_or(x.dtype()));
+}
+Tensor empty_like(const Tensor& x) { return Tensor::empty(x.shape(), x.dtype(), x.device()); }
+
+Tensor arange(Scalar end) { return arange(0, end, 1); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype) {
+  TESSERA_CHECK(step.to_double() != 0, "[arange] step must be non-zero");
+  double span = (end.to_double() - start.to_double()) / step.to_double();
+  TESSERA_CHECK(span >= 0, "[arange] step ", step.to_double(), " does not move from ",
+                start.to_double(), " towards ", end.to_double());
+  bool integral = start.is_integral() && end.is_integral() && step.is_integral();
+  DType resolved = dtype.value_or(integral ? DType::i64 : DType::f32);
+  auto count = static_cast<int64_t>(std::ceil(span));
+  return call1(arange_op, {},
+               {{"shape", Shape{count}},
+                {"dtype", resolved},
+                {"start", start.to_double()},
+                {"step", step.to_double()}});
+}
+
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  TESSERA_CHECK(steps >= 0, "[linspace] steps must be non-negative, got ", steps);
+  return call1(linspace_op, {},
+               {{"shape", Shape{steps}}, {"dtype", dtype}, {"start", start}, {"end", end}});
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype) {
+  int64_t cols = m.value_or(n);
+  TESSERA_CHECK(n >= 0 && cols >= 0, "[eye] sizes must be non-negative, got ", n, " x ", cols);
+  return call1(eye_op, {}, {{"shape", Shape{n, cols}}, {"dtype", dtype}});
+}
+
+Tensor rand(const Shape& shape, DType dtype, Generator* generator) {
+  check_shape(shape, "rand");
+  TESSERA_CHECK(is_floating(dtype), "[rand] needs a floating dtype, got ", dtype_name(dtype));
+  return call1(rand_op, {}, random_attrs(shape, dtype, generator));
+}
+
+Tensor randn(const Shape& shape, DType dtype, Generator* generator) {
+  check_shape(shape, "randn");
+  TESSERA_CHECK(is_floating(dtype), "[randn] needs a floating dtype, got ", dtype_name(dtype));
+  return call1(randn_op, {}, random_attrs(shape, dtype, generator));
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* generator) {
+  check_shape(shape, "randint");
+  TESSERA_CHECK(low < high, "[randint] needs low < high, got [", low, ", ", high, ")");
+  Attrs attrs = random_attrs(shape, dtype, generator);
+  attrs.set("low", low).set("high", high);
+  return call1(randint_op, {}, attrs);
+}
+
+Tensor rand_like(const Tensor& x, Generator* generator) { return rand(x.shape(), x.dtype(), generator); }
+Tensor randn_like(const Tensor& x, Generator* generator) {
+  return randn(x.shape(), x.dtype(), generator);
+}
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high, Generator* generator) {
+  return randint(low, high, x.shape(), x.dtype(), generator);
+}
+
+}  // namespace tessera

@@ -1,0 +1,45 @@
+#pragma once
+
+// Factories. Random factories draw from the Philox generator: the value at
+// each index depends only on (seed, offset, index).
+
+#include <optional>
+
+#include "tessera/core/rng.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/scalar.h"
+
+namespace tessera {
+
+Tensor zeros(const Shape& shape, DType dtype = DType::f32);
+Tensor ones(const Shape& shape, DType dtype = DType::f32);
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype = std::nullopt);
+Tensor empty_like(const Tensor& x);
+
+// [start, end) in steps of `step`; i64 when all three are integers, else f32.
+Tensor arange(Scalar end);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = std::nullopt);
+// `steps` evenly spaced values from start to end inclusive.
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::f32);
+// n x m identity (m defaults to n).
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dtype = DType::f32);
+
+// Uniform [0, 1), standard normal, and integers in [low, high).
+Tensor rand(const Shape& shape, DType dtype = DType::f32, Generator* generator = nullptr);
+Tensor randn(const Shape& shape, DType dtype = DType::f32, Generator* generator = nullptr);
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::i64,
+               Generator* generator = nullptr);
+Tensor rand_like(const Tensor& x, Generator* generator = nullptr);
+Tensor randn_like(const Tensor& x, Generator* generator = nullptr);
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high, Generator* generator = nullptr);
+
+// Builds a tensor from nested initializer data: tensor({1.f, 2.f}) etc.
+template <typename T>
+Tensor tensor(std::initializer_list<T> values) {
+  return Tensor::from_vector(std::vector<T>(values), {static_cast<int64_t>(values.size())});
+}
+
+}  // namespace tessera

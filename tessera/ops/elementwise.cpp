@@ -1,0 +1,571 @@
+// Elementwise op families: the public functions, inference, SBP signatures
+// and gradients. Kernels: backend/cpu/elementwise.cpp.
+
+#include "tessera/ops/elementwise.h"
+
+#include <cmath>
+
+#include "tessera/ops/creation.h"
+#include "tessera/ops/op.h"
+#include "tessera/ops/reduce.h"
+#include "tessera/ops/sbp_rules.h"
+
+namespace tessera {
+
+namespace {
+
+std::vector<TensorMeta> infer_unary(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[0]};
+}
+
+std::vector<SbpSignature> unary_splits(const std::vector<TensorMeta>& in, const Attrs&) {
+  return broadcast_split_signatures(in, in[0].shape);
+}
+
+// Monotone non-decreasing functions commute with max and min over ranks.
+SbpFn monotone_sbp() {
+  return [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    auto signatures = unary_splits(in, attrs);
+    signatures.push_back(uniform_signature(1, 1, Sbp::partial_max()));
+    signatures.push_back(uniform_signature(1, 1, Sbp::partial_min()));
+    return signatures;
+  };
+}
+
+OpDef unary_def(const std::string& name, GradFn grad, bool saves_inputs, bool saves_outputs,
+                SbpFn sbp = unary_splits) {
+  OpDef def;
+  def.name = name;
+  def.infer = infer_unary;
+  def.sbp = std::move(sbp);
+  def.grad = std::move(grad);
+  def.saves_inputs = saves_inputs;
+  def.saves_outputs = saves_outputs;
+  return def;
+}
+
+Tensor as_floating(const Tensor& x) { return is_floating(x.dtype()) ? x : cast(x, DType::f32); }
+
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+
+const OpDef& neg_op = register_op(unary_def(
+    "neg", [](const GradContext& c) { return std::vector<Tensor>{neg(c.grad_output(0))}; }, false,
+    false, [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      auto signatures = unary_splits(in, attrs);
+      signatures.push_back(uniform_signature(1, 1, Sbp::partial_sum()));
+      // Negation turns a max into a min and back.
+      signatures.push_back({{Sbp::partial_max()}, {Sbp::partial_min()}});
+      signatures.push_back({{Sbp::partial_min()}, {Sbp::partial_max()}});
+      return signatures;
+    }));
+
+const OpDef& abs_op = register_op(unary_def(
+    "abs",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor sign = sub(cast(gt(x, 0), x.dtype()), cast(lt(x, 0), x.dtype()));
+      return std::vector<Tensor>{mul(c.grad_output(0), sign)};
+    },
+    true, false));
+
+const OpDef& exp_op = register_op(unary_def(
+    "exp", [](const GradContext& c) { return std::vector<Tensor>{mul(c.grad_output(0), c.output(0))}; },
+    false, true, monotone_sbp()));
+
+const OpDef& log_op = register_op(unary_def(
+    "log", [](const GradContext& c) { return std::vector<Tensor>{div(c.grad_output(0), c.input(0))}; },
+    true, false, monotone_sbp()));
+
+const OpDef& sqrt_op = register_op(unary_def(
+    "sqrt",
+    [](const GradContext& c) {
+      return std::vector<Tensor>{div(mul(c.grad_output(0), 0.5), c.output(0))};
+    },
+    true, true, monotone_sbp()));
+
+const OpDef& rsqrt_op = register_op(unary_def(
+    "rsqrt",
+    [](const GradContext& c) {
+      Tensor out = c.output(0);
+      return std::vector<Tensor>{mul(c.grad_output(0), mul(mul(mul(out, out), out), -0.5))};
+    },
+    true, true));
+
+const OpDef& sin_op = register_op(unary_def(
+    "sin", [](const GradContext& c) { return std::vector<Tensor>{mul(c.grad_output(0), cos(c.input(0)))}; },
+    true, false));
+
+const OpDef& cos_op = register_op(unary_def(
+    "cos",
+    [](const GradContext& c) { return std::vector<Tensor>{neg(mul(c.grad_output(0), sin(c.input(0))))}; },
+    true, false));
+
+const OpDef& tanh_op = register_op(unary_def(
+    "tanh",
+    [](const GradContext& c) {
+      Tensor out = c.output(0);
+      return std::vector<Tensor>{mul(c.grad_output(0), sub(1.0, mul(out, out)))};
+    },
+    true, true, monotone_sbp()));
+
+const OpDef& sigmoid_op = register_op(unary_def(
+    "sigmoid",
+    [](const GradContext& c) {
+      Tensor out = c.output(0);
+      return std::vector<Tensor>{mul(c.grad_output(0), mul(out, sub(1.0, out)))};
+    },
+    true, true, monotone_sbp()));
+
+const OpDef& relu_op = register_op(unary_def(
+    "relu",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      return std::vector<Tensor>{mul(c.grad_output(0), cast(gt(x, 0), x.dtype()))};
+    },
+    true, false, monotone_sbp()));
+
+const OpDef& erf_op = register_op(unary_def(
+    "erf",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      return std::vector<Tensor>{
+          mul(c.grad_output(0), mul(exp(neg(mul(x, x))), kTwoOverSqrtPi))};
+    },
+    true, false, monotone_sbp()));
+
+const OpDef& gelu_op = register_op(unary_def(
+    "gelu",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor derivative;
+      if (c.attrs().get<std::string>("approximate") == "tanh") {
+        Tensor x2 = mul(x, x);
+        Tensor t = tanh(mul(add(x, mul(mul(x2, x), 0.044715)), kSqrt2OverPi));
+        Tensor inner_grad = mul(add(mul(x2, 3 * 0.044715), 1.0), kSqrt2OverPi);
+        derivative = add(mul(add(t, 1.0), 0.5),
+                         mul(mul(mul(x, sub(1.0, mul(t, t))), inner_grad), 0.5));
+      } else {
+        Tensor cdf = mul(add(erf(mul(x, kSqrtHalf)), 1.0), 0.5);
+        Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi);
+        derivative = add(cdf, mul(x, pdf));
+      }
+      return std::vector<Tensor>{mul(c.grad_output(0), derivative)};
+    },
+    true, false));
+
+const OpDef& silu_op = register_op(unary_def(
+    "silu",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor s = sigmoid(x);
+      return std::vector<Tensor>{
+          mul(c.grad_output(0), mul(s, add(mul(x, sub(1.0, s)), 1.0)))};
+    },
+    true, false));
+
+const OpDef& softplus_op = register_op(unary_def(
+    "softplus",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      double beta = c.attrs().f("beta");
+      Tensor scaled = mul(x, beta);
+      Tensor slope = where(gt(scaled, c.attrs().f("threshold")), ones_like(x), sigmoid(scaled));
+      return std::vector<Tensor>{mul(c.grad_output(0), slope)};
+    },
+    true, false, monotone_sbp()));
+
+const OpDef& clamp_op = register_op(unary_def(
+    "clamp",
+    [](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      const Attrs& attrs = c.attrs();
+      Tensor inside = ones_like(x, DType::boolean);
+      if (attrs.b("has_min")) inside = logical_and(inside, ge(x, attrs.f("min")));
+      if (attrs.b("has_max")) inside = logical_and(inside, le(x, attrs.f("max")));
+      return std::vector<Tensor>{mul(c.grad_output(0), cast(inside, x.dtype()))};
+    },
+    true, false, monotone_sbp()));
+
+Tensor unary(const OpDef& op, const Tensor& x, const Attrs& attrs = {}) {
+  return call1(op, {as_floating(x)}, attrs);
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  TESSERA_CHECK(x.dtype() != DType::boolean, "[neg] is not defined for bool tensors; use logical_not");
+  return call1(neg_op, {x});
+}
+Tensor abs(const Tensor& x) { return call1(abs_op, {x}); }
+Tensor exp(const Tensor& x) { return unary(exp_op, x); }
+Tensor log(const Tensor& x) { return unary(log_op, x); }
+Tensor sqrt(const Tensor& x) { return unary(sqrt_op, x); }
+Tensor rsqrt(const Tensor& x) { return unary(rsqrt_op, x); }
+Tensor sin(const Tensor& x) { return unary(sin_op, x); }
+Tensor cos(const Tensor& x) { return unary(cos_op, x); }
+Tensor tanh(const Tensor& x) { return unary(tanh_op, x); }
+Tensor sigmoid(const Tensor& x) { return unary(sigmoid_op, x); }
+Tensor relu(const Tensor& x) { return call1(relu_op, {x}); }
+Tensor erf(const Tensor& x) { return unary(erf_op, x); }
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  TESSERA_CHECK(approximate == "none" || approximate == "tanh", "[gelu] approximate='",
+                approximate, "' is not valid; use \"none\" or \"tanh\"");
+  return unary(gelu_op, x, {{"approximate", approximate}});
+}
+Tensor silu(const Tensor& x) { return unary(silu_op, x); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  TESSERA_CHECK(beta > 0, "[softplus] beta must be positive, got ", beta);
+  return unary(softplus_op, x, {{"beta", beta}, {"threshold", threshold}});
+}
+Tensor square(const Tensor& x) { return mul(x, x); }
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  TESSERA_CHECK(min || max, "[clamp] needs at least one of min and max");
+  TESSERA_CHECK(!(min && max) || *min <= *max, "[clamp] min (", min.value_or(0),
+                ") is greater than max (", max.value_or(0), ")");
+  TESSERA_CHECK(x.dtype() != DType::boolean, "[clamp] is not defined for bool tensors");
+  return call1(clamp_op, {x},
+               {{"has_min", min.has_value()},
+                {"min", min.value_or(0.0)},
+                {"has_max", max.has_value()},
+                {"max", max.value_or(0.0)}});
+}
+
+// ---------------------------------------------------------------------------
+// Binary arithmetic.
+
+namespace {
+
+std::vector<TensorMeta> infer_binary(const std::vector<TensorMeta>& in, const Attrs&,
+                                     const char* name) {
+  TESSERA_CHECK(in[0].dtype == in[1].dtype, "[", name, "] inputs must share a dtype after ",
+                "promotion, got ", dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype));
+  return {{broadcast_shapes(in[0].shape, in[1].shape, name), in[0].dtype, in[0].device}};
+}
+
+InferFn binary_infer(const char* name) {
+  return [name](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return infer_binary(in, attrs, name);
+  };
+}
+
+SbpFn binary_sbp(std::vector<SbpSignature> extra) {
+  return [extra](const std::vector<TensorMeta>& in, const Attrs&) {
+    auto signatures = broadcast_split_signatures(in, broadcast_shapes(in[0].shape, in[1].shape, "sbp"));
+    signatures.insert(signatures.end(), extra.begin(), extra.end());
+    return signatures;
+  };
+}
+
+OpDef binary_def(const char* name, GradFn grad, bool saves_inputs, std::vector<SbpSignature> extra,
+                 bool saves_outputs = false) {
+  OpDef def;
+  def.name = name;
+  def.infer = binary_infer(name);
+  def.sbp = binary_sbp(std::move(extra));
+  def.grad = std::move(grad);
+  def.saves_inputs = saves_inputs;
+  def.saves_outputs = saves_outputs;
+  return def;
+}
+
+const Sbp kPs = Sbp::partial_sum();
+const Sbp kB = Sbp::broadcast();
+
+Tensor reduce_to(const Tensor& gradient, const TensorMeta& meta) {
+  return sum_to(gradient, meta.shape);
+}
+
+const OpDef& add_op = register_op(binary_def(
+    "add",
+    [](const GradContext& c) {
+      const Tensor& g = c.grad_output(0);
+      return std::vector<Tensor>{reduce_to(g, c.input_meta(0)), reduce_to(g, c.input_meta(1))};
+    },
+    false, {{{kPs, kPs}, {kPs}}}));
+
+const OpDef& sub_op = register_op(binary_def(
+    "sub",
+    [](const GradContext& c) {
+      const Tensor& g = c.grad_output(0);
+      return std::vector<Tensor>{reduce_to(g, c.input_meta(0)),
+                                 c.needs_input_grad(1) ? reduce_to(neg(g), c.input_meta(1)) : Tensor()};
+    },
+    false, {{{kPs, kPs}, {kPs}}}));
+
+const OpDef& mul_op = register_op(binary_def(
+    "mul",
+    [](const GradContext& c) {
+      const Tensor& g = c.grad_output(0);
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) grads[0] = reduce_to(mul(g, c.input(1)), c.input_meta(0));
+      if (c.needs_input_grad(1)) grads[1] = reduce_to(mul(g, c.input(0)), c.input_meta(1));
+      return grads;
+    },
+    true, {{{kPs, kB}, {kPs}}, {{kB, kPs}, {kPs}}}));
+
+const OpDef& div_op = register_op(binary_def(
+    "div",
+    [](const GradContext& c) {
+      const Tensor& g = c.grad_output(0);
+      const Tensor& b = c.input(1);
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) grads[0] = reduce_to(div(g, b), c.input_meta(0));
+      if (c.needs_input_grad(1)) {
+        grads[1] = reduce_to(neg(div(mul(g, c.input(0)), mul(b, b))), c.input_meta(1));
+      }
+      return grads;
+    },
+    true, {{{kPs, kB}, {kPs}}}));
+
+const OpDef& pow_op = register_op(binary_def(
+    "pow",
+    [](const GradContext& c) {
+      const Tensor& g = c.grad_output(0);
+      const Tensor& a = c.input(0);
+      const Tensor& b = c.input(1);
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) {
+        grads[0] = reduce_to(mul(g, mul(b, pow(a, sub(b, 1.0)))), c.input_meta(0));
+      }
+      if (c.needs_input_grad(1)) {
+        // d/db a^b = a^b log a; taken as 0 where a == 0 (as PyTorch does for b >= 0).
+        Tensor log_a = where(eq(a, 0), zeros_like(a), log(a));
+        grads[1] = reduce_to(mul(g, mul(c.output(0), log_a)), c.input_meta(1));
+      }
+      return grads;
+    },
+    true, {}, true));
+
+// Ties split the gradient evenly, as PyTorch does.
+std::vector<Tensor> extremum_grad(const GradContext& c, bool is_max) {
+  const Tensor& g = c.grad_output(0);
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor a_wins = cast(is_max ? gt(a, b) : lt(a, b), g.dtype());
+  Tensor tie = mul(cast(eq(a, b), g.dtype()), 0.5);
+  Tensor b_wins = cast(is_max ? lt(a, b) : gt(a, b), g.dtype());
+  return {reduce_to(mul(g, add(a_wins, tie)), c.input_meta(0)),
+          reduce_to(mul(g, add(b_wins, tie)), c.input_meta(1))};
+}
+
+const OpDef& maximum_op = register_op(binary_def(
+    "maximum", [](const GradContext& c) { return extremum_grad(c, true); }, true,
+    {{{Sbp::partial_max(), Sbp::partial_max()}, {Sbp::partial_max()}}}));
+
+const OpDef& minimum_op = register_op(binary_def(
+    "minimum", [](const GradContext& c) { return extremum_grad(c, false); }, true,
+    {{{Sbp::partial_min(), Sbp::partial_min()}, {Sbp::partial_min()}}}));
+
+// Casts both operands to their promoted dtype.
+std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b) {
+  DType common = promote_types(a.dtype(), b.dtype());
+  return {a.dtype() == common ? a : cast(a, common), b.dtype() == common ? b : cast(b, common)};
+}
+
+Tensor binary(const OpDef& op, const Tensor& a, const Tensor& b) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[", op.name, "] got an undefined tensor");
+  auto [pa, pb] = promote(a, b);
+  return call1(op, {pa, pb});
+}
+
+Tensor scalar_like(const Tensor& a, Scalar value) {
+  return Tensor::scalar(value.to_double(), value.result_dtype(a.dtype()));
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(add_op, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_op, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(mul_op, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  if (!is_floating(a.dtype()) && !is_floating(b.dtype())) {
+    return binary(div_op, cast(a, DType::f32), cast(b, DType::f32));
+  }
+  return binary(div_op, a, b);
+}
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(pow_op, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(maximum_op, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(minimum_op, a, b); }
+Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_like(a, b)); }
+Tensor sub(const Tensor& a, Scalar b) { return sub(a, scalar_like(a, b)); }
+Tensor mul(const Tensor& a, Scalar b) { return mul(a, scalar_like(a, b)); }
+Tensor div(const Tensor& a, Scalar b) { return div(a, scalar_like(a, b)); }
+Tensor pow(const Tensor& a, Scalar b) { return pow(a, scalar_like(a, b)); }
+Tensor maximum(const Tensor& a, Scalar b) { return maximum(a, scalar_like(a, b)); }
+Tensor minimum(const Tensor& a, Scalar b) { return minimum(a, scalar_like(a, b)); }
+Tensor sub(Scalar a, const Tensor& b) { return sub(scalar_like(b, a), b); }
+Tensor div(Scalar a, const Tensor& b) { return div(scalar_like(b, a), b); }
+
+// ---------------------------------------------------------------------------
+// Comparisons and logic: bool outputs, no gradient.
+
+namespace {
+
+OpDef predicate_def(const char* name, int arity) {
+  OpDef def;
+  def.name = name;
+  def.differentiable = false;
+  def.infer = [name, arity](const std::vector<TensorMeta>& in, const Attrs&) {
+    if (arity == 1) return std::vector<TensorMeta>{{in[0].shape, DType::boolean, in[0].device}};
+    auto out = infer_binary(in, {}, name);
+    out[0].dtype = DType::boolean;
+    return out;
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    Shape shape = in[0].shape;
+    for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, "sbp");
+    return broadcast_split_signatures(in, shape);
+  };
+  return def;
+}
+
+const OpDef& eq_op = register_op(predicate_def("eq", 2));
+const OpDef& ne_op = register_op(predicate_def("ne", 2));
+const OpDef& lt_op = register_op(predicate_def("lt", 2));
+const OpDef& le_op = register_op(predicate_def("le", 2));
+const OpDef& gt_op = register_op(predicate_def("gt", 2));
+const OpDef& ge_op = register_op(predicate_def("ge", 2));
+const OpDef& logical_not_op = register_op(predicate_def("logical_not", 1));
+const OpDef& logical_and_op = register_op(predicate_def("logical_and", 2));
+const OpDef& logical_or_op = register_op(predicate_def("logical_or", 2));
+
+Tensor as_bool(const Tensor& x) { return x.dtype() == DType::boolean ? x : ne(x, 0); }
+
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(eq_op, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(ne_op, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(lt_op, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(le_op, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(gt_op, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(ge_op, a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_like(a, b)); }
+Tensor ne(const Tensor& a, Scalar b) { return ne(a, scalar_like(a, b)); }
+Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_like(a, b)); }
+Tensor le(const Tensor& a, Scalar b) { return le(a, scalar_like(a, b)); }
+Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_like(a, b)); }
+Tensor ge(const Tensor& a, Scalar b) { return ge(a, scalar_like(a, b)); }
+Tensor logical_not(const Tensor& x) { return call1(logical_not_op, {as_bool(x)}); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return call1(logical_and_op, {as_bool(a), as_bool(b)});
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return call1(logical_or_op, {as_bool(a), as_bool(b)});
+}
+
+// ---------------------------------------------------------------------------
+// Selection, casts and copies.
+
+namespace {
+
+const OpDef& where_op = register_op([] {
+  OpDef def;
+  def.name = "where";
+  def.kernel_dtype_input = 1;
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    TESSERA_CHECK(in[0].dtype == DType::boolean, "[where] condition must be bool, got ",
+                  dtype_name(in[0].dtype));
+    TESSERA_CHECK(in[1].dtype == in[2].dtype, "[where] branches must share a dtype after ",
+                  "promotion, got ", dtype_name(in[1].dtype), " and ", dtype_name(in[2].dtype));
+    Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"),
+                                   in[2].shape, "where");
+    return std::vector<TensorMeta>{{shape, in[1].dtype, in[1].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"),
+                                   in[2].shape, "where");
+    auto signatures = broadcast_split_signatures(in, shape);
+    // With the same condition everywhere, selecting between partial sums
+    // gives the partial sum of the selection.
+    signatures.push_back({{kB, kPs, kPs}, {kPs}});
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const Tensor& g = c.grad_output(0);
+    const Tensor& condition = c.input(0);
+    Tensor zero = zeros_like(g);
+    std::vector<Tensor> grads(3);
+    if (c.needs_input_grad(1)) grads[1] = reduce_to(where(condition, g, zero), c.input_meta(1));
+    if (c.needs_input_grad(2)) grads[2] = reduce_to(where(condition, zero, g), c.input_meta(2));
+    return grads;
+  };
+  return def;
+}());
+
+const OpDef& cast_op = register_op([] {
+  OpDef def;
+  def.name = "cast";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return std::vector<TensorMeta>{{in[0].shape, attrs.get<DType>("dtype"), in[0].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    auto signatures = unary_splits(in, attrs);
+    // Casting between floating types commutes with sums up to rounding only,
+    // so partial signatures are limited to max/min (exact for any dtype).
+    signatures.push_back(uniform_signature(1, 1, Sbp::partial_max()));
+    signatures.push_back(uniform_signature(1, 1, Sbp::partial_min()));
+    return signatures;
+  };
+  def.saves_inputs = false;
+  def.grad = [](const GradContext& c) {
+    DType source = c.input_meta(0).dtype;
+    if (!is_floating(source)) return std::vector<Tensor>{Tensor()};
+    return std::vector<Tensor>{cast(c.grad_output(0), source)};
+  };
+  return def;
+}());
+
+const OpDef& copy_op = register_op([] {
+  OpDef def;
+  def.name = "copy";
+  def.infer = infer_unary;
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    auto signatures = unary_splits(in, attrs);
+    for (Sbp partial : {Sbp::partial_sum(), Sbp::partial_max(), Sbp::partial_min()}) {
+      signatures.push_back(uniform_signature(1, 1, partial));
+    }
+    return signatures;
+  };
+  def.saves_inputs = false;
+  def.grad = [](const GradContext& c) { return std::vector<Tensor>{c.grad_output(0)}; };
+  return def;
+}());
+
+}  // namespace
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  TESSERA_CHECK(condition.defined() && a.defined() && b.defined(), "[where] got an undefined tensor");
+  TESSERA_CHECK(condition.dtype() == DType::boolean, "[where] condition must be bool, got ",
+                dtype_name(condition.dtype()), "; compare first (e.g. gt(x, 0))");
+  auto [pa, pb] = promote(a, b);
+  return call1(where_op, {condition, pa, pb});
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
+  return where(condition, a, scalar_like(a, b));
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  TESSERA_CHECK(mask.dtype() == DType::boolean, "[masked_fill] mask must be bool, got ",
+                dtype_name(mask.dtype()));
+  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  TESSERA_CHECK(shape == x.shape(), "[masked_fill] mask of shape ", shape_str(mask.shape()),
+                " must broadcast to x's shape ", shape_str(x.shape()));
+  return where(mask, Tensor::scalar(value.to_double(), x.dtype()), x);
+}
+
+Tensor cast(const Tensor& x, DType dtype) { return call1(cast_op, {x}, {{"dtype", dtype}}); }
+
+Tensor copy(const Tensor& x) { return call1(copy_op, {x}); }
+
+Tensor Tensor::to(DType target) const { return target == dtype() ? *this : cast(*this, target); }
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(*this); }
+
+Tensor Tensor::clone() const { return copy(*this); }
+
+}  // namespace tessera

@@ -1,0 +1,36 @@
+#include "tessera/ops/grad_context.h"
+
+#include "tessera/ops/creation.h"
+#include "tessera/ops/op.h"
+
+namespace tessera {
+
+GradContext::GradContext(const SavedOp& saved, std::vector<Tensor> grad_outputs, bool create_graph)
+    : saved_(saved), grad_outputs_(std::move(grad_outputs)), create_graph_(create_graph) {
+  for (size_t i = 0; i < grad_outputs_.size(); ++i) {
+    if (!grad_outputs_[i].defined()) {
+      const TensorMeta& meta = saved_.output_metas[i];
+      grad_outputs_[i] = zeros(meta.shape, meta.dtype);
+    }
+  }
+}
+
+const Tensor& GradContext::input(int i) const {
+  TESSERA_CHECK(!saved_.released, "[backward] the graph through '", saved_.op->name,
+                "' was already freed by an earlier backward; pass retain_graph=true to the "
+                "first backward to backpropagate twice");
+  TESSERA_CHECK(i < static_cast<int>(saved_.inputs.size()), "[", saved_.op->name,
+                "] gradient reads input ", i, " but the op declares saves_inputs = false");
+  return saved_.inputs[i];
+}
+
+Tensor GradContext::output(int i) const {
+  if (!create_graph_ && i < static_cast<int>(saved_.saved_outputs.size())) {
+    return saved_.saved_outputs[i];
+  }
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < num_inputs(); ++k) inputs.push_back(input(k));
+  return call(*saved_.op, inputs, saved_.attrs).at(i);
+}
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+#include "tessera/ops/op.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "tessera/core/grad_mode.h"
+
+namespace tessera {
+
+namespace {
+
+struct KernelEntry {
+  KernelFn fn = nullptr;
+  std::vector<DType> dtypes;
+};
+
+struct Registry {
+  std::map<std::string, std::unique_ptr<OpDef>> ops;
+  std::map<std::string, KernelEntry> kernels[kNumDeviceTypes];
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();
+  return *instance;
+}
+
+std::string dtype_list(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (size_t i = 0; i < dtypes.size(); ++i) text += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
+  return text;
+}
+
+}  // namespace
+
+const OpDef& register_op(OpDef def) {
+  auto& ops = registry().ops;
+  TESSERA_CHECK(ops.find(def.name) == ops.end(), "[register_op] op '", def.name,
+                "' is registered twice");
+  TESSERA_CHECK(def.infer != nullptr, "[register_op] op '", def.name,
+                "' has no inference function");
+  auto owned = std::make_unique<OpDef>(std::move(def));
+  const OpDef& ref = *owned;
+  ops.emplace(ref.name, std::move(owned));
+  return ref;
+}
+
+const OpDef& find_op(const std::string& name) {
+  auto& ops = registry().ops;
+  auto it = ops.find(name);
+  TESSERA_CHECK(it != ops.end(), "[find_op] no op named '", name, "'");
+  return *it->second;
+}
+
+std::vector<const OpDef*> all_ops() {
+  std::vector<const OpDef*> out;
+  for (auto& [name, def] : registry().ops) out.push_back(def.get());
+  return out;
+}
+
+void register_kernel(const std::string& op, DeviceType device, std::vector<DType> dtypes,
+                     KernelFn fn) {
+  auto& table = registry().kernels[static_cast<int>(device)];
+  TESSERA_CHECK(table.find(op) == table.end(), "[register_kernel] kernel for '", op,
+                "' registered twice");
+  table[op] = KernelEntry{fn, std::move(dtypes)};
+}
+
+KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
+  int device_index = static_cast<int>(device);
+  auto* entry = static_cast<const KernelEntry*>(op.kernel_cache[device_index]);
+  if (entry == nullptr) {
+    auto& table = registry().kernels[device_index];
+    auto it = table.find(op.name);
+    TESSERA_CHECK(it != table.end(), "[", op.name, "] no kernel registered for device ",
+                  device == DeviceType::cpu ? "cpu" : "cuda");
+    entry = &it->second;
+    op.kernel_cache[device_index] = entry;
+  }
+  TESSERA_CHECK(std::find(entry->dtypes.begin(), entry->dtypes.end(), dtype) != entry->dtypes.end(),
+                "[", op.name, "] no ", device == DeviceType::cpu ? "cpu" : "cuda",
+                " kernel for dtype ", dtype_name(dtype), "; supported: ", dtype_list(entry->dtypes));
+  return entry->fn;
+}
+
+std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  std::vector<TensorMeta> input_metas;
+  input_metas.reserve(inputs.size());
+  bool any_requires_grad = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TESSERA_CHECK(inputs[i].defined(), "[", op.name, "] input ", i, " is an undefined tensor");
+    input_metas.push_back(inputs[i].meta());
+    any_requires_grad = any_requires_grad || inputs[i].requires_grad();
+    TESSERA_CHECK(inputs[i].device() == inputs[0].device(), "[", op.name,
+                  "] inputs are on different devices: ", device_str(inputs[0].device()), " and ",
+                  device_str(inputs[i].device()));
+  }
+  std::vector<TensorMeta> output_metas = op.infer(input_metas, attrs);
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_metas.size());
+  if (op.view) {
+    outputs.push_back(op.view(inputs, attrs));
+  } else {
+    for (const TensorMeta& meta : output_metas) {
+      outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
+    }
+    DType kernel_dtype = op.kernel_dtype_input >= 0 && !inputs.empty()
+                             ? inputs[op.kernel_dtype_input].dtype()
+                             : output_metas.at(0).dtype;
+    Device device = inputs.empty() ? output_metas.at(0).device : inputs[0].device();
+    KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
+    KernelContext context{op, inputs, outputs, attrs};
+    kernel(context);
+  }
+
+  if (any_requires_grad && grad_enabled() && op.differentiable) {
+    record_node(op, inputs, attrs, outputs);
+  }
+  return outputs;
+}
+
+Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return call(op, inputs, attrs)[0];
+}
+
+std::vector<SbpSignature> sbp_signatures(const OpDef& op, const std::vector<TensorMeta>& inputs,
+                                         const Attrs& attrs) {
+  std::vector<SbpSignature> signatures;
+  if (op.sbp) signatures = op.sbp(inputs, attrs);
+  size_t num_outputs = op.infer(inputs, attrs).size();
+  SbpSignature broadcast{std::vector<Sbp>(inputs.size(), Sbp::broadcast()),
+                         std::vector<Sbp>(num_outputs, Sbp::broadcast())};
+  if (std::find(signatures.begin(), signatures.end(), broadcast) == signatures.end()) {
+    signatures.push_back(broadcast);
+  }
+  return signatures;
+}
+
+}  // namespace tessera

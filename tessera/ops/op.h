@@ -1,0 +1,96 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/sbp.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/attrs.h"
+#include "tessera/ops/grad_context.h"
+
+namespace tessera {
+
+struct KernelContext;
+
+using InferFn = std::function<std::vector<TensorMeta>(const std::vector<TensorMeta>&, const Attrs&)>;
+using SbpFn =
+    std::function<std::vector<SbpSignature>(const std::vector<TensorMeta>&, const Attrs&)>;
+using GradFn = std::function<std::vector<Tensor>(const GradContext&)>;
+// For view ops: builds the output alias of inputs[0] from the inferred meta.
+using ViewFn = std::function<Tensor(const std::vector<Tensor>&, const Attrs&)>;
+// Rewrites logical attributes for a local shard run (e.g. reshape's target
+// shape); given the local and logical input metas. Identity when absent.
+using LocalizeFn = std::function<Attrs(const Attrs&, const std::vector<TensorMeta>& local,
+                                       const std::vector<TensorMeta>& logical)>;
+using KernelFn = void (*)(KernelContext&);
+
+// The unit of extension: everything device-free about one op. Defined once
+// in tessera/ops/<family>.cpp; kernels register against `name`.
+struct OpDef {
+  std::string name;
+  InferFn infer;
+  // Signatures besides all-broadcast, which is always valid and appended.
+  SbpFn sbp;
+  // Null for ops whose outputs never carry gradients (comparisons, argmax,
+  // random integers). Differentiable ops must set it.
+  GradFn grad;
+  bool differentiable = true;
+  ViewFn view;
+  LocalizeFn localize;
+  // Which input's dtype selects the kernel (-1: the first output's).
+  int kernel_dtype_input = 0;
+  // What the gradient reads: saving only that keeps activations' memory low.
+  // An op with saves_inputs = false sees only input metas in its gradient.
+  bool saves_inputs = true;
+  bool saves_outputs = false;
+
+  // Filled on first dispatch: the kernel table entry per device type.
+  mutable const void* kernel_cache[kNumDeviceTypes] = {};
+};
+
+struct KernelContext {
+  const OpDef& op;
+  const std::vector<Tensor>& inputs;
+  std::vector<Tensor>& outputs;
+  const Attrs& attrs;
+};
+
+// Registers the op (once, at static initialisation) and returns it.
+const OpDef& register_op(OpDef def);
+// The op named `name`; throws if unknown.
+const OpDef& find_op(const std::string& name);
+// Every registered op, for tests that sweep all of them.
+std::vector<const OpDef*> all_ops();
+
+// Kernel registration per (op, device); `dtypes` lists what the kernel accepts.
+void register_kernel(const std::string& op, DeviceType device, std::vector<DType> dtypes,
+                     KernelFn fn);
+KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype);
+
+// The dispatcher: infer, allocate (or alias for views), run the kernel and
+// record the op on the autograd tape when a gradient is needed.
+std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs,
+                         const Attrs& attrs = {});
+Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+
+// Records `op` on the autograd tape (defined by the autograd layer).
+void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                 std::vector<Tensor>& outputs);
+
+// The SBP signatures of op for these inputs, all-broadcast appended.
+std::vector<SbpSignature> sbp_signatures(const OpDef& op, const std::vector<TensorMeta>& inputs,
+                                         const Attrs& attrs);
+
+}  // namespace tessera
+
+#define TESSERA_CONCAT_INNER(a, b) a##b
+#define TESSERA_CONCAT(a, b) TESSERA_CONCAT_INNER(a, b)
+
+// TESSERA_REGISTER_KERNEL("add", cpu, add_kernel, DType::f32, DType::f64);
+#define TESSERA_REGISTER_KERNEL(op_name, device, fn, ...)                             \
+  static const bool TESSERA_CONCAT(kernel_registered_, __COUNTER__) = [] {           \
+    ::tessera::register_kernel(op_name, ::tessera::DeviceType::device,             \
+                               std::vector<::tessera::DType>{__VA_ARGS__}, fn);    \
+    return true;                                                                   \
+  }()

@@ -1,0 +1,227 @@
+// Reduction ops. sum, max/min and argmax/argmin are primitives; mean, var,
+// std and logsumexp are compositions of public ops. Kernels:
+// backend/cpu/reduce.cpp.
+
+#include "tessera/ops/reduce.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "tessera/core/grad_mode.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/op.h"
+
+namespace tessera {
+
+namespace {
+
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) {
+      out.push_back(shape[d]);
+    } else if (keepdim) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+// Reduction attrs always carry normalised, sorted dims.
+std::vector<TensorMeta> infer_reduce(const std::vector<TensorMeta>& in, const Attrs& attrs,
+                                     DType dtype) {
+  return {{reduced_shape(in[0].shape, attrs.ints("dims"), attrs.b("keepdim")), dtype, in[0].device}};
+}
+
+// Kept dims stay split (renumbered when reduced dims vanish); reduced dims
+// split become partial results of kind `partial`.
+std::vector<SbpSignature> reduce_signatures(const TensorMeta& in, const Attrs& attrs,
+                                            std::optional<Sbp> partial) {
+  const auto& dims = attrs.ints("dims");
+  bool keepdim = attrs.b("keepdim");
+  std::vector<SbpSignature> signatures;
+  int64_t out_axis = 0;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) {
+      signatures.push_back({{Sbp::split(d)}, {Sbp::split(out_axis)}});
+    } else if (partial) {
+      signatures.push_back({{Sbp::split(d)}, {*partial}});
+    }
+    if (!reduced || keepdim) ++out_axis;
+  }
+  if (partial) signatures.push_back({{*partial}, {*partial}});
+  return signatures;
+}
+
+// Expands a reduced tensor back to the input's shape.
+Tensor expand_back(const Tensor& reduced, const TensorMeta& input, const Attrs& attrs) {
+  Tensor kept = reduced;
+  if (!attrs.b("keepdim")) {
+    Shape shape = reduced_shape(input.shape, attrs.ints("dims"), true);
+    kept = reduced.reshape(shape);
+  }
+  return kept.expand(input.shape);
+}
+
+const OpDef& sum_op = register_op([] {
+  OpDef def;
+  def.name = "sum";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return infer_reduce(in, attrs, is_floating(in[0].dtype) ? in[0].dtype : DType::i64);
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return reduce_signatures(in[0], attrs, Sbp::partial_sum());
+  };
+  def.saves_inputs = false;
+  def.grad = [](const GradContext& c) {
+    return std::vector<Tensor>{expand_back(c.grad_output(0), c.input_meta(0), c.attrs())};
+  };
+  return def;
+}());
+
+std::vector<Tensor> extremum_grad(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor selected = cast(eq(x, expand_back(c.output(0), c.input_meta(0), c.attrs())), x.dtype());
+  Tensor count = expand_back(sum(selected, c.attrs().ints("dims"), c.attrs().b("keepdim")),
+                             c.input_meta(0), c.attrs());
+  Tensor g = expand_back(c.grad_output(0), c.input_meta(0), c.attrs());
+  return {div(mul(g, selected), count)};
+}
+
+OpDef extremum_def(const char* name, Sbp partial) {
+  OpDef def;
+  def.name = name;
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return infer_reduce(in, attrs, in[0].dtype);
+  };
+  def.sbp = [partial](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return reduce_signatures(in[0], attrs, partial);
+  };
+  def.saves_outputs = true;
+  def.grad = extremum_grad;
+  return def;
+}
+
+const OpDef& max_op = register_op(extremum_def("max", Sbp::partial_max()));
+const OpDef& min_op = register_op(extremum_def("min", Sbp::partial_min()));
+
+OpDef arg_def(const char* name) {
+  OpDef def;
+  def.name = name;
+  def.differentiable = false;
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return infer_reduce(in, attrs, DType::i64);
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return reduce_signatures(in[0], attrs, std::nullopt);
+  };
+  return def;
+}
+
+const OpDef& argmax_op = register_op(arg_def("argmax"));
+const OpDef& argmin_op = register_op(arg_def("argmin"));
+
+Attrs reduce_attrs(const Tensor& x, const Dims& dims, bool keepdim, const char* op) {
+  return {{"dims", normalize_dims(dims, x.dim(), op)}, {"keepdim", keepdim}};
+}
+
+Tensor extremum(const OpDef& op, const Tensor& x, const Dims& dims, bool keepdim) {
+  Attrs attrs = reduce_attrs(x, dims, keepdim, op.name.c_str());
+  for (int64_t d : attrs.ints("dims")) {
+    TESSERA_CHECK(x.shape()[d] > 0, "[", op.name, "] cannot reduce over dim ", d,
+                  " of size 0 (shape ", shape_str(x.shape()), "): the result is undefined");
+  }
+  return call1(op, {x}, attrs);
+}
+
+Tensor arg_extremum(const OpDef& op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) {
+    TESSERA_CHECK(x.numel() > 0, "[", op.name, "] of an empty tensor is undefined");
+    Tensor flat_index = call1(op, {x.reshape({x.numel()})}, {{"dims", Dims{0}}, {"keepdim", false}});
+    return keepdim ? flat_index.reshape(Shape(x.dim(), 1)) : flat_index;
+  }
+  int64_t d = normalize_dim(*dim, x.dim(), op.name.c_str());
+  TESSERA_CHECK(x.dim() == 0 || x.shape()[d] > 0, "[", op.name, "] cannot reduce over dim ", d,
+                " of size 0 (shape ", shape_str(x.shape()), ")");
+  return call1(op, {x}, {{"dims", Dims{d}}, {"keepdim", keepdim}});
+}
+
+int64_t reduced_count(const Tensor& x, const Dims& normalized) {
+  int64_t count = 1;
+  for (int64_t d : normalized) count *= x.shape()[d];
+  return count;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
+  return call1(sum_op, {x}, reduce_attrs(x, dims, keepdim, "sum"));
+}
+
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+  TESSERA_CHECK(is_floating(x.dtype()), "[mean] needs a floating tensor, got ",
+                dtype_name(x.dtype()), "; cast first (x.to(DType::f32))");
+  Dims normalized = normalize_dims(dims, x.dim(), "mean");
+  return div(sum(x, normalized, keepdim), static_cast<double>(reduced_count(x, normalized)));
+}
+
+Tensor max(const Tensor& x, const Dims& dims, bool keepdim) { return extremum(max_op, x, dims, keepdim); }
+Tensor min(const Tensor& x, const Dims& dims, bool keepdim) { return extremum(min_op, x, dims, keepdim); }
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(argmax_op, x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(argmin_op, x, dim, keepdim);
+}
+
+Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim) {
+  TESSERA_CHECK(is_floating(x.dtype()), "[var] needs a floating tensor, got ", dtype_name(x.dtype()));
+  Dims normalized = normalize_dims(dims, x.dim(), "var");
+  int64_t count = reduced_count(x, normalized);
+  Tensor centered = sub(x, mean(x, normalized, true));
+  double divisor = static_cast<double>(std::max<int64_t>(count - correction, 0));
+  return div(sum(mul(centered, centered), normalized, keepdim), divisor);
+}
+
+Tensor std(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim) {
+  return sqrt(var(x, dims, correction, keepdim));
+}
+
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  TESSERA_CHECK(is_floating(x.dtype()), "[logsumexp] needs a floating tensor, got ",
+                dtype_name(x.dtype()));
+  Dims normalized = normalize_dims(dims, x.dim(), "logsumexp");
+  Tensor shift = max(x.detach(), normalized, true);
+  // An all -inf slice would give nan from (-inf) - (-inf); shift by 0 there.
+  shift = where(eq(shift, -std::numeric_limits<double>::infinity()), zeros_like(shift), shift);
+  Tensor total = log(sum(exp(sub(x, shift)), normalized, true));
+  Tensor result = add(total, shift);
+  if (!keepdim) result = result.reshape(reduced_shape(x.shape(), normalized, false));
+  return result;
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
+  TESSERA_CHECK(lead >= 0, "[sum_to] cannot reduce shape ", shape_str(x.shape()), " to ",
+                shape_str(shape));
+  Dims dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) {
+      dims.push_back(d);
+    } else if (shape[d - lead] == 1 && x.shape()[d] != 1) {
+      dims.push_back(d);
+    } else {
+      TESSERA_CHECK(shape[d - lead] == x.shape()[d], "[sum_to] cannot reduce shape ",
+                    shape_str(x.shape()), " to ", shape_str(shape));
+    }
+  }
+  Tensor reduced = dims.empty() ? x : sum(x, dims, true);
+  return reduced.reshape(shape);
+}
+
+}  // namespace tessera
