@@ -22,7 +22,9 @@ std::vector<SbpSignature> unary_splits(const std::vector<TensorMeta>& in, const 
   return broadcast_split_signatures(in, in[0].shape);
 }
 
-// Monotone non-decreasing functions commute with max and min over ranks.
+// Monotone non-decreasing functions defined on the whole real line commute
+// with max and min over ranks (log and sqrt do not qualify: another rank's
+// smaller partial value may lie outside their domain).
 SbpFn monotone_sbp() {
   return [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     auto signatures = unary_splits(in, attrs);
@@ -73,18 +75,18 @@ const OpDef& abs_op = register_op(unary_def(
 
 const OpDef& exp_op = register_op(unary_def(
     "exp", [](const GradContext& c) { return std::vector<Tensor>{mul(c.grad_output(0), c.output(0))}; },
-    false, true, monotone_sbp()));
+    true, true, monotone_sbp()));
 
 const OpDef& log_op = register_op(unary_def(
     "log", [](const GradContext& c) { return std::vector<Tensor>{div(c.grad_output(0), c.input(0))}; },
-    true, false, monotone_sbp()));
+    true, false));
 
 const OpDef& sqrt_op = register_op(unary_def(
     "sqrt",
     [](const GradContext& c) {
       return std::vector<Tensor>{div(mul(c.grad_output(0), 0.5), c.output(0))};
     },
-    true, true, monotone_sbp()));
+    true, true));
 
 const OpDef& rsqrt_op = register_op(unary_def(
     "rsqrt",

@@ -19,10 +19,14 @@ using SbpFn =
 using GradFn = std::function<std::vector<Tensor>(const GradContext&)>;
 // For view ops: builds the output alias of inputs[0] from the inferred meta.
 using ViewFn = std::function<Tensor(const std::vector<Tensor>&, const Attrs&)>;
-// Rewrites logical attributes for a local shard run (e.g. reshape's target
-// shape); given the local and logical input metas. Identity when absent.
+// Rewrites logical attributes for a run on one shard (e.g. reshape's target
+// shape, or where a random op's shard starts). Given the inputs' local and
+// logical metas and, per input, the logical index where its shard starts.
+// Identity when absent.
+using ShardOffsets = std::vector<std::vector<int64_t>>;
 using LocalizeFn = std::function<Attrs(const Attrs&, const std::vector<TensorMeta>& local,
-                                       const std::vector<TensorMeta>& logical)>;
+                                       const std::vector<TensorMeta>& logical,
+                                       const ShardOffsets& offsets)>;
 using KernelFn = void (*)(KernelContext&);
 
 // The unit of extension: everything device-free about one op. Defined once
@@ -41,7 +45,9 @@ struct OpDef {
   // Which input's dtype selects the kernel (-1: the first output's).
   int kernel_dtype_input = 0;
   // What the gradient reads: saving only that keeps activations' memory low.
-  // An op with saves_inputs = false sees only input metas in its gradient.
+  // An op with saves_inputs = false sees only input metas in its gradient;
+  // one that reads its outputs must also save its inputs, because under
+  // create_graph the outputs are recomputed from them.
   bool saves_inputs = true;
   bool saves_outputs = false;
 

@@ -115,7 +115,7 @@ const OpDef& reshape_op = register_op([] {
     return reshape_signatures(in[0].shape, attrs.ints("shape"));
   };
   def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>& logical) {
+                    const std::vector<TensorMeta>& logical, const ShardOffsets&) {
     Shape out = attrs.ints("shape");
     const Shape& local_in = local[0].shape;
     const Shape& logical_in = logical[0].shape;
@@ -244,7 +244,7 @@ const OpDef& slice_backward_op = register_op([] {
     return signatures;
   };
   def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>&) {
+                    const std::vector<TensorMeta>&, const ShardOffsets&) {
     Shape shape = attrs.ints("input_shape");
     for (size_t d = 0; d < shape.size(); ++d) {
       if (static_cast<int64_t>(d) != attrs.i("dim")) shape[d] = local[0].shape[d];
@@ -280,7 +280,7 @@ const OpDef& expand_op = register_op([] {
     return signatures;
   };
   def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>& logical) {
+                    const std::vector<TensorMeta>& logical, const ShardOffsets&) {
     Shape out = attrs.ints("shape");
     int64_t lead = static_cast<int64_t>(out.size() - local[0].shape.size());
     for (size_t d = 0; d < local[0].shape.size(); ++d) {

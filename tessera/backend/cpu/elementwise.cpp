@@ -105,7 +105,7 @@ struct Sigmoid {
 };
 struct Relu {
   explicit Relu(const Attrs&) {}
-  template <typename T> T operator()(T x) const { return x > T(0) ? x : T(0); }
+  template <typename T> T operator()(T x) const { return x < T(0) ? T(0) : x; }  // NaN stays
 };
 struct Erf {
   explicit Erf(const Attrs&) {}

@@ -1,0 +1,30 @@
+// Runs every registered SBP case and checks that every op has at least one.
+
+#include <set>
+
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+TEST(SbpSweep, EveryCasePasses) {
+  ASSERT_FALSE(sbp_cases().empty());
+  for (const SbpCase& sbp_case : sbp_cases()) {
+    SCOPED_TRACE(sbp_case.op);
+    EXPECT_TRUE(check_sbp(sbp_case.op, sbp_case.inputs(), sbp_case.attrs, sbp_case.rtol,
+                          sbp_case.atol));
+  }
+}
+
+TEST(SbpSweep, EveryOpHasACase) {
+  std::set<std::string> covered;
+  for (const SbpCase& sbp_case : sbp_cases()) covered.insert(sbp_case.op);
+  std::string missing;
+  for (const OpDef* op : all_ops()) {
+    if (!covered.count(op->name)) missing += " " + op->name;
+  }
+  EXPECT_TRUE(missing.empty()) << "ops without an SBP test case:" << missing;
+}
+
+}  // namespace
+}  // namespace tessera::testing
