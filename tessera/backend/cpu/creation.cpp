@@ -50,7 +50,7 @@ void linspace_kernel(KernelContext& ctx) {
     // Fill from both ends so the last value is exactly `end`, as PyTorch does.
     int64_t half = steps / 2;
     for (int64_t i = 0; i < steps; ++i) {
-      double value = i < half ? start + step * i : end - step * (steps - 1 - i);
+      double value = (i < half || steps == 1) ? start + step * i : end - step * (steps - 1 - i);
       data[i] = from_double<scalar_t>(value);
     }
   });

@@ -23,23 +23,20 @@ template <> struct SumTraits<double> { using acc = double; };
 
 constexpr int kLanes = 16;
 
+// Independent accumulator lanes let GCC vectorise the loop (a single FP
+// accumulator is a serial dependency it may not reorder); floats accumulate
+// in double, which costs nothing on memory-bound rows and avoids drift.
 template <typename T>
 typename SumTraits<T>::acc row_sum(const T* p, int64_t n) {
   using Acc = typename SumTraits<T>::acc;
-  Acc total = 0;
-  constexpr int64_t kBlock = 1024;
-  for (int64_t block = 0; block < n; block += kBlock) {
-    int64_t end = std::min(n, block + kBlock);
-    T lanes[kLanes] = {};
-    int64_t i = block;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lanes[l] += p[i + l];
-    }
-    Acc partial = 0;
-    for (int l = 0; l < kLanes; ++l) partial += lanes[l];
-    for (; i < end; ++i) partial += p[i];
-    total += partial;
+  Acc lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<Acc>(p[i + l]);
   }
+  Acc total = 0;
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+  for (; i < n; ++i) total += static_cast<Acc>(p[i]);
   return total;
 }
 
