@@ -1,0 +1,167 @@
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+TEST(DType, SizesNamesAndPromotion) {
+  EXPECT_EQ(dtype_size(DType::f32), 4u);
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(dtype_size(DType::boolean), 1u);
+  EXPECT_STREQ(dtype_name(DType::boolean), "bool");
+  EXPECT_EQ(dtype_from_name("f16"), DType::f16);
+  EXPECT_THROW(dtype_from_name("float7"), Error);
+  EXPECT_EQ(promote_types(DType::i64, DType::f32), DType::f32);
+  EXPECT_EQ(promote_types(DType::boolean, DType::u8), DType::u8);
+  EXPECT_EQ(promote_types(DType::i32, DType::i64), DType::i64);
+  EXPECT_EQ(promote_types(DType::f16, DType::bf16), DType::f32);
+  EXPECT_EQ(promote_types(DType::f64, DType::f32), DType::f64);
+  EXPECT_EQ(promote_types(DType::bf16, DType::i64), DType::bf16);
+}
+
+TEST(DType, HalfAndBFloat16Conversions) {
+  // Exactly representable values round-trip; others round to nearest even.
+  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f}) {
+    EXPECT_EQ(static_cast<float>(Half(v)), v) << v;
+  }
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 1.0f / 4096)), 1.0f);  // below half an ulp
+  EXPECT_TRUE(std::isinf(static_cast<float>(Half(1e6f))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
+  EXPECT_EQ(Half(1.0f).bits, 0x3c00);
+  EXPECT_EQ(Half(-2.0f).bits, 0xc000);
+  EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(static_cast<float>(BFloat16(3.140625f)), 3.140625f);
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(NAN))));
+}
+
+TEST(Shape, BroadcastAndDims) {
+  EXPECT_EQ(broadcast_shapes({2, 1, 4}, {3, 1}, "t"), (Shape{2, 3, 4}));
+  EXPECT_EQ(broadcast_shapes({}, {3}, "t"), (Shape{3}));
+  EXPECT_THROW(broadcast_shapes({2, 3}, {4, 3, 2}, "t"), Error);
+  EXPECT_EQ(contiguous_strides({2, 3, 4}), (Strides{12, 4, 1}));
+  EXPECT_EQ(normalize_dim(-1, 3, "t"), 2);
+  EXPECT_THROW(normalize_dim(3, 3, "t"), Error);
+  EXPECT_EQ(normalize_dims({}, 2, "t"), (std::vector<int64_t>{0, 1}));
+}
+
+TEST(Allocator, CachesAndReusesBlocks) {
+  CpuAllocator& allocator = CpuAllocator::instance();
+  allocator.empty_cache();
+  AllocatorStats before = allocator.stats();
+  void* first = allocator.allocate(3000000);
+  allocator.deallocate(first, 3000000);
+  void* second = allocator.allocate(3000000);
+  EXPECT_EQ(first, second);  // same size class: the cached block comes back
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second) % 64, 0u);
+  AllocatorStats during = allocator.stats();
+  EXPECT_EQ(during.system_allocations, before.system_allocations + 1);
+  EXPECT_GE(during.current_bytes - before.current_bytes, 3000000);
+  allocator.deallocate(second, 3000000);
+  EXPECT_EQ(allocator.stats().current_bytes, before.current_bytes);
+  EXPECT_GE(allocator.stats().cached_bytes, 3000000);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().cached_bytes, 0);
+}
+
+TEST(Allocator, TracksPeakOfTensors) {
+  CpuAllocator& allocator = CpuAllocator::instance();
+  allocator.reset_peak();
+  int64_t start = allocator.stats().current_bytes;
+  {
+    Tensor big = Tensor::empty({1 << 20}, DType::f32);
+    EXPECT_GE(allocator.stats().current_bytes - start, 4 << 20);
+  }
+  EXPECT_EQ(allocator.stats().current_bytes, start);
+  EXPECT_GE(allocator.stats().peak_bytes - start, 4 << 20);
+  EXPECT_EQ(CpuAllocator::round_size(1), 64u);
+  EXPECT_EQ(CpuAllocator::round_size(5000), 5120u);
+  EXPECT_EQ(CpuAllocator::round_size((2 << 20) + 1), size_t{4} << 20);
+}
+
+TEST(ThreadPool, CoversRangeExactlyOnce) {
+  std::vector<std::atomic<int>> hits(100000);
+  parallel_for(0, 100000, 1000, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) hits[i]++;
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, SmallRangesStayOnTheCallingThread) {
+  std::set<std::thread::id> ids;
+  parallel_for(0, 100, 1000, [&](int64_t, int64_t) { ids.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(ids.size(), 1u);
+  EXPECT_EQ(*ids.begin(), std::this_thread::get_id());
+}
+
+TEST(ThreadPool, NestedCallsAndExceptions) {
+  std::atomic<int64_t> total{0};
+  parallel_for(0, 4, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      parallel_for(0, 1000, 10, [&](int64_t a, int64_t b) { total += b - a; });
+    }
+  });
+  EXPECT_EQ(total.load(), 4000);
+  EXPECT_THROW(parallel_for(0, 100, 1, [](int64_t lo, int64_t) {
+                 if (lo > 10) throw Error("boom");
+               }),
+               Error);
+  EXPECT_GE(num_threads(), 1);
+}
+
+TEST(Rng, PhiloxKnownAnswers) {
+  // Known-answer vectors of Philox4x32-10 (Salmon et al., Random123).
+  auto zero = Philox::block(0, 0, 0);
+  EXPECT_EQ(zero, (std::array<uint32_t, 4>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  auto ones = Philox::block(~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0});
+  EXPECT_EQ(ones, (std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  auto pi = Philox::block(0x299f31d0a4093822ull, 0x0370734413198a2eull, 0x85a308d3243f6a88ull);
+  EXPECT_EQ(pi, (std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+}
+
+TEST(Rng, GeneratorStateRoundTrips) {
+  Generator g(5);
+  uint64_t first = g.reserve(10);
+  EXPECT_EQ(first, 0u);
+  EXPECT_EQ(g.offset(), 10u);
+  g.set_state(9, 3);
+  EXPECT_EQ(g.seed(), 9u);
+  EXPECT_EQ(g.reserve(1), 3u);
+}
+
+TEST(Tensor, HandlesShareStateAndReportMetadata) {
+  Tensor a = zeros({2, 3});
+  Tensor b = a;
+  EXPECT_TRUE(a.is_same(b));
+  EXPECT_EQ(a.numel(), 6);
+  EXPECT_EQ(a.dim(), 2);
+  EXPECT_EQ(a.size(-1), 3);
+  EXPECT_THROW(a.size(2), Error);
+  EXPECT_THROW(a.data<double>(), Error);
+  Tensor undefined;
+  EXPECT_FALSE(undefined.defined());
+  EXPECT_THROW(undefined.shape(), Error);
+  EXPECT_THROW(add(undefined, a), Error);
+  EXPECT_NE(to_string(a).find("[2, 3]"), std::string::npos);
+  EXPECT_THROW(Tensor::from_vector<int64_t>({1}, {1}).set_requires_grad(), Error);
+}
+
+TEST(Dispatch, MissingKernelNamesOpAndDtype) {
+  Tensor half = ones({2}, DType::f16);
+  try {
+    exp(half);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("[exp]"), std::string::npos) << message;
+    EXPECT_NE(message.find("f16"), std::string::npos) << message;
+    EXPECT_NE(message.find("f32"), std::string::npos) << message;
+  }
+  EXPECT_THROW(find_op("no_such_op"), Error);
+}
+
+}  // namespace
+}  // namespace tessera::testing
