@@ -18,7 +18,8 @@ inline float bit_float(int32_t bits) {
 
 inline float fast_exp(float x) {
   const float clamped = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-  const float n = __builtin_roundf(clamped * 1.44269504088896341f);
+  // Round to nearest by the 1.5 * 2^23 trick: vectorises without libm.
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = clamped - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tessera needs. Idempotent; run as root (or
+# with sudo available). `--bench` adds PyTorch and numpy for the side-by-side
+# benchmarks.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  libopenblas-dev libdnnl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-numpy)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+run_as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+run_as_root apt-get update -q
+run_as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
