@@ -68,14 +68,15 @@ void register_kernel(const std::string& op, DeviceType device, std::vector<DType
 
 KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
   int device_index = static_cast<int>(device);
-  auto* entry = static_cast<const KernelEntry*>(op.kernel_cache[device_index]);
+  auto* entry = static_cast<const KernelEntry*>(
+      op.kernel_cache->entry[device_index].load(std::memory_order_acquire));
   if (entry == nullptr) {
     auto& table = registry().kernels[device_index];
     auto it = table.find(op.name);
     TESSERA_CHECK(it != table.end(), "[", op.name, "] no kernel registered for device ",
                   device == DeviceType::cpu ? "cpu" : "cuda");
     entry = &it->second;
-    op.kernel_cache[device_index] = entry;
+    op.kernel_cache->entry[device_index].store(entry, std::memory_order_release);
   }
   TESSERA_CHECK(std::find(entry->dtypes.begin(), entry->dtypes.end(), dtype) != entry->dtypes.end(),
                 "[", op.name, "] no ", device == DeviceType::cpu ? "cpu" : "cuda",

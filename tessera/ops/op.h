@@ -1,6 +1,8 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +54,11 @@ struct OpDef {
   bool saves_outputs = false;
 
   // Filled on first dispatch: the kernel table entry per device type.
-  mutable const void* kernel_cache[kNumDeviceTypes] = {};
+  // Shared so OpDef stays movable; atomic because any thread may dispatch.
+  struct KernelSlots {
+    std::atomic<const void*> entry[kNumDeviceTypes] = {};
+  };
+  std::shared_ptr<KernelSlots> kernel_cache = std::make_shared<KernelSlots>();
 };
 
 struct KernelContext {
