@@ -15,6 +15,14 @@ namespace {
 
 template <typename Out, typename In, typename F>
 void unary_loop(const Tensor& x, Tensor& out, const F& f) {
+  if (x.is_contiguous()) {  // the common case: one flat run, no loop setup
+    Out* __restrict po = static_cast<Out*>(out.raw_data());
+    const In* __restrict pi = static_cast<const In*>(x.raw_data());
+    parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = f(pi[i]);
+    });
+    return;
+  }
   auto loop = loop_over<2>(out, {x});
   Out* out_base = storage_ptr<Out>(out);
   const In* in_base = storage_ptr<In>(x);
@@ -32,6 +40,29 @@ void unary_loop(const Tensor& x, Tensor& out, const F& f) {
 
 template <typename Out, typename In, typename F>
 void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
+  // Flat fast paths: same-shape contiguous operands, or one of them a scalar.
+  const int64_t n = out.numel();
+  const bool a_flat = a.is_contiguous() && a.numel() == n;
+  const bool b_flat = b.is_contiguous() && b.numel() == n;
+  if ((a_flat || a.numel() == 1) && (b_flat || b.numel() == 1)) {
+    Out* __restrict po = static_cast<Out*>(out.raw_data());
+    const In* __restrict pa = static_cast<const In*>(a.raw_data());
+    const In* __restrict pb = static_cast<const In*>(b.raw_data());
+    parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      if (a_flat && b_flat) {
+        for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], pb[i]);
+      } else if (a_flat) {
+        const In vb = *pb;
+        for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], vb);
+      } else if (b_flat) {
+        const In va = *pa;
+        for (int64_t i = lo; i < hi; ++i) po[i] = f(va, pb[i]);
+      } else {
+        for (int64_t i = lo; i < hi; ++i) po[i] = f(*pa, *pb);
+      }
+    });
+    return;
+  }
   auto loop = loop_over<3>(out, {a, b});
   Out* out_base = storage_ptr<Out>(out);
   const In* a_base = storage_ptr<In>(a);
