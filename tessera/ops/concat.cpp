@@ -47,7 +47,8 @@ const OpDef& cat_op = register_op([] {
     int64_t start = 0;
     for (int i = 0; i < c.num_inputs(); ++i) {
       int64_t length = c.input_meta(i).shape[dim];
-      grads.push_back(c.needs_input_grad(i) ? c.grad_output(0).narrow(dim, start, length) : Tensor());
+      grads.push_back(c.needs_input_grad(i) ? c.grad_output(0).narrow(dim, start, length)
+                                            : Tensor());
       start += length;
     }
     return grads;
@@ -55,7 +56,9 @@ const OpDef& cat_op = register_op([] {
   return def;
 }());
 
-bool is_legacy_empty(const Tensor& x) { return x.dim() == 1 && x.numel() == 0; }
+bool is_legacy_empty(const Tensor& x) {
+  return x.dim() == 1 && x.numel() == 0;
+}
 
 int64_t checked_split_dim(const Tensor& x, int64_t dim, const char* op) {
   TESSERA_CHECK(x.defined(), "[", op, "] got an undefined tensor");
@@ -86,8 +89,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     const Tensor& t = tensors[i];
     if (first.dim() != 1 && is_legacy_empty(t)) continue;
     TESSERA_CHECK(t.dim() == first.dim(), "[cat] input ", i, " has ", t.dim(), " dims (shape ",
-                  shape_str(t.shape()), ") but input ", reference, " has ", first.dim(),
-                  " (shape ", shape_str(first.shape()), "); all inputs need the same number of dims");
+                  shape_str(t.shape()), ") but input ", reference, " has ", first.dim(), " (shape ",
+                  shape_str(first.shape()), "); all inputs need the same number of dims");
     for (int64_t k = 0; k < t.dim(); ++k) {
       TESSERA_CHECK(k == d || t.shape()[k] == first.shape()[k], "[cat] input ", i, " has shape ",
                     shape_str(t.shape()), " but input ", reference, " has shape ",
@@ -117,8 +120,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   int64_t d = checked_split_dim(x, dim, "split");
   int64_t size = x.shape()[d];
   TESSERA_CHECK(split_size > 0 || (split_size == 0 && size == 0), "[split] split_size must be ",
-                "positive (0 only for an empty dim), got ", split_size, " for dim ", d,
-                " of size ", size);
+                "positive (0 only for an empty dim), got ", split_size, " for dim ", d, " of size ",
+                size);
   if (size == 0) return {x.narrow(d, 0, 0)};
   std::vector<Tensor> pieces;
   for (int64_t start = 0; start < size; start += split_size) {

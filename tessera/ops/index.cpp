@@ -24,7 +24,9 @@ void add_lookup_partials(std::vector<SbpSignature>& signatures) {
   }
 }
 
-int64_t rank_of(const TensorMeta& meta) { return static_cast<int64_t>(meta.shape.size()); }
+int64_t rank_of(const TensorMeta& meta) {
+  return static_cast<int64_t>(meta.shape.size());
+}
 
 const OpDef& embedding_op = register_op([] {
   OpDef def;
@@ -129,8 +131,7 @@ const OpDef& scatter_add_op = register_op([] {
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < rank_of(in[0]); ++d) {
       if (d != dim && x[d] == index[d] && index[d] == src[d]) {
-        signatures.push_back(
-            {{Sbp::split(d), Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
+        signatures.push_back({{Sbp::split(d), Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
       }
     }
     signatures.push_back({{kPs, kB, kPs}, {kPs}});
@@ -252,8 +253,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   for (int64_t k = 0; k < x.dim(); ++k) {
     TESSERA_CHECK(k == d || index.shape()[k] <= x.shape()[k], "[gather] index shape ",
                   shape_str(index.shape()), " is larger than x shape ", shape_str(x.shape()),
-                  " in dim ", k, "; index.size(k) <= x.size(k) is required for every k != dim (",
-                  d, ")");
+                  " in dim ", k, "; index.size(k) <= x.size(k) is required for every k != dim (", d,
+                  ")");
   }
   return call1(gather_op, {x, index}, {{"dim", d}});
 }
@@ -268,11 +269,11 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                 shape_str(src.shape()));
   int64_t d = normalize_dim(dim, x.dim(), "scatter_add");
   for (int64_t k = 0; k < x.dim(); ++k) {
-    TESSERA_CHECK(index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= x.shape()[k]),
-                  "[scatter_add] index shape ", shape_str(index.shape()), " does not fit in dim ",
-                  k, " (x ", shape_str(x.shape()), ", src ", shape_str(src.shape()),
-                  "); index.size(k) must be <= src.size(k), and <= x.size(k) for k != dim (", d,
-                  ")");
+    TESSERA_CHECK(
+        index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= x.shape()[k]),
+        "[scatter_add] index shape ", shape_str(index.shape()), " does not fit in dim ", k, " (x ",
+        shape_str(x.shape()), ", src ", shape_str(src.shape()),
+        "); index.size(k) must be <= src.size(k), and <= x.size(k) for k != dim (", d, ")");
   }
   auto [px, psrc] = promote_pair(x, src);
   return call1(scatter_add_op, {px, index, psrc}, {{"dim", d}});

@@ -45,7 +45,8 @@ const OpDef& pad_op = register_op([] {
   OpDef def;
   def.name = "pad";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{padded_shape(in[0].shape, attrs, 1), in[0].dtype, in[0].device}};
+    return std::vector<TensorMeta>{
+        {padded_shape(in[0].shape, attrs, 1), in[0].dtype, in[0].device}};
   };
   def.sbp = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
     auto signatures = unpadded_splits(attrs);
@@ -80,7 +81,8 @@ const OpDef& pad_backward_op = register_op([] {
   OpDef def;
   def.name = "pad_backward";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{padded_shape(in[0].shape, attrs, -1), in[0].dtype, in[0].device}};
+    return std::vector<TensorMeta>{
+        {padded_shape(in[0].shape, attrs, -1), in[0].dtype, in[0].device}};
   };
   def.sbp = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
     auto signatures = unpadded_splits(attrs);
@@ -119,10 +121,11 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
   TESSERA_CHECK(known, "[pad] unknown mode \"", mode,
                 "\"; use \"constant\", \"reflect\", \"replicate\" or \"circular\"");
   const int64_t ndim = x.dim();
-  TESSERA_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * ndim, "[pad] pads ",
-                shape_str(pads), " has ", pads.size(), " entries for a tensor of shape ",
-                shape_str(x.shape()), "; it needs (before, after) pairs from the last dim back, ",
-                "at most 2 * ", ndim, " entries");
+  TESSERA_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * ndim,
+                "[pad] pads ", shape_str(pads), " has ", pads.size(),
+                " entries for a tensor of shape ", shape_str(x.shape()),
+                "; it needs (before, after) pairs from the last dim back, ", "at most 2 * ", ndim,
+                " entries");
   std::vector<int64_t> before(ndim, 0), after(ndim, 0);
   for (size_t k = 0; k < pads.size() / 2; ++k) {
     before[ndim - 1 - k] = pads[2 * k];
@@ -135,8 +138,8 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
     int64_t size = x.shape()[d], b = before[d], a = after[d];
     if (b == 0 && a == 0) continue;
     if (constant) {
-      TESSERA_CHECK(size + std::min<int64_t>(b, 0) + std::min<int64_t>(a, 0) >= 0, "[pad] pads (", b,
-                    ", ", a, ") on dim ", d, " of size ", size, " crop ",
+      TESSERA_CHECK(size + std::min<int64_t>(b, 0) + std::min<int64_t>(a, 0) >= 0, "[pad] pads (",
+                    b, ", ", a, ") on dim ", d, " of size ", size, " crop ",
                     -std::min<int64_t>(b, 0) - std::min<int64_t>(a, 0),
                     " elements; negative pads may crop at most the dim's size");
       continue;

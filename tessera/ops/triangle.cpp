@@ -57,7 +57,11 @@ Tensor checked(const OpDef& op, const Tensor& x, int64_t diagonal) {
 
 }  // namespace
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return checked(tril_op, x, diagonal); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return checked(triu_op, x, diagonal); }
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  return checked(tril_op, x, diagonal);
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  return checked(triu_op, x, diagonal);
+}
 
 }  // namespace tessera

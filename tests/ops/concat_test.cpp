@@ -37,7 +37,8 @@ TEST(Cat, ForwardEveryDimAgainstLoops) {
     Shape a_shape = {2, 3, 4}, b_shape = {2, 3, 4}, c_shape = {2, 3, 4};
     b_shape[dim] = 1;
     c_shape[dim] = 5;
-    Tensor a = uniform(a_shape, -1, 1, 1), b = uniform(b_shape, -1, 1, 2), c = uniform(c_shape, -1, 1, 3);
+    Tensor a = uniform(a_shape, -1, 1, 1), b = uniform(b_shape, -1, 1, 2),
+           c = uniform(c_shape, -1, 1, 3);
     Tensor out = cat({a, b, c}, dim);
     Shape want = a_shape;
     want[dim] = a_shape[dim] + 1 + 5;
@@ -183,13 +184,19 @@ TEST(Chunk, MatchesTorchChunkSizes) {
 
 // ---- SBP ---------------------------------------------------------------------
 
-TESSERA_SBP_CASE("cat", [] {
-  return std::vector<Tensor>{uniform({5, 3}, -1, 1, 1), uniform({5, 4}, -1, 1, 2)};
-}, Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("cat", [] {
-  return std::vector<Tensor>{uniform({2, 5, 3}, -1, 1, 1), uniform({1, 5, 3}, -1, 1, 2),
-                             uniform({4, 5, 3}, -1, 1, 3)};
-}, Attrs{{"dim", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "cat",
+    [] {
+      return std::vector<Tensor>{uniform({5, 3}, -1, 1, 1), uniform({5, 4}, -1, 1, 2)};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "cat",
+    [] {
+      return std::vector<Tensor>{uniform({2, 5, 3}, -1, 1, 1), uniform({1, 5, 3}, -1, 1, 2),
+                                 uniform({4, 5, 3}, -1, 1, 3)};
+    },
+    Attrs{{"dim", int64_t{0}}});
 
 }  // namespace
 }  // namespace tessera::testing

@@ -108,7 +108,8 @@ TEST(Embedding, ForwardMatchesRowLookup) {
   EXPECT_FALSE(weight_t.is_contiguous());
   EXPECT_TRUE(all_close(embedding(weight_t, indices_t), want, 0, 0));
   // 0-d indices give one row; integer weights work too.
-  EXPECT_TRUE(all_close(embedding(weight, ints({6}, {})), std::vector<double>(w.begin() + 30, w.end())));
+  EXPECT_TRUE(
+      all_close(embedding(weight, ints({6}, {})), std::vector<double>(w.begin() + 30, w.end())));
   Tensor int_weight = ints({1, 2, 3, 4, 5, 6}, {3, 2});
   EXPECT_TRUE(all_close(embedding(int_weight, ints({2, 0}, {2})), {5, 6, 1, 2}));
 }
@@ -164,7 +165,8 @@ TEST(IndexSelect, ForwardEveryDimAgainstLoops) {
   }
   // A strided index, a 0-d index, an empty index.
   Tensor strided_index = ints({1, 9, 0, 9, 2, 9}, {6}).slice(0, 0, 6, 2);
-  EXPECT_TRUE(all_close(index_select(x, 1, strided_index), ref_index_select(x, 1, ints({1, 0, 2}, {3}))));
+  EXPECT_TRUE(
+      all_close(index_select(x, 1, strided_index), ref_index_select(x, 1, ints({1, 0, 2}, {3}))));
   EXPECT_EQ(index_select(x, 2, ints({3}, {})).shape(), (Shape{3, 4, 1}));
   EXPECT_EQ(index_select(x, 0, ints({}, {0})).shape(), (Shape{0, 4, 5}));
 }
@@ -172,7 +174,9 @@ TEST(IndexSelect, ForwardEveryDimAgainstLoops) {
 TEST(IndexSelect, GradientsAndErrors) {
   Tensor index = ints({1, 1, 3, 0}, {4});
   for (int64_t dim : {0, 1}) {
-    auto fn = [index, dim](const std::vector<Tensor>& in) { return index_select(in[0], dim, index); };
+    auto fn = [index, dim](const std::vector<Tensor>& in) {
+      return index_select(in[0], dim, index);
+    };
     EXPECT_TRUE(gradcheck(fn, {uniform({4, 5}, -1, 1, 6).set_requires_grad()}));
     auto squared = [index, dim](const std::vector<Tensor>& in) {
       Tensor y = index_select(in[0], dim, index);
@@ -193,7 +197,8 @@ TEST(IndexSelect, GradientsAndErrors) {
 
 TEST(Gather, ForwardAgainstLoops) {
   Tensor x = uniform({4, 5, 3}, -1, 1, 8);
-  Tensor index0 = ints({3, 0, 1, 1, 2, 0, 3, 3, 0, 2, 1, 1}, {2, 3, 2});  // dim 0, smaller elsewhere
+  Tensor index0 =
+      ints({3, 0, 1, 1, 2, 0, 3, 3, 0, 2, 1, 1}, {2, 3, 2});  // dim 0, smaller elsewhere
   Tensor index1 = ints({4, 0, 1, 3, 3, 2, 0, 0, 1, 4, 2, 2}, {2, 2, 3});
   Tensor index2 = ints({2, 0, 1, 1, 0, 0, 2, 2}, {2, 2, 2});
   EXPECT_TRUE(all_close(gather(x, 0, index0), ref_gather(x, 0, index0), 0, 0));
@@ -204,7 +209,8 @@ TEST(Gather, ForwardAgainstLoops) {
   Tensor xs = uniform({3, 5, 4}, -1, 1, 8).transpose(0, 2);
   Tensor is = index1.to(DType::i32).transpose(0, 2).contiguous().transpose(0, 2);
   EXPECT_TRUE(all_close(gather(xs, 1, is), ref_gather(xs, 1, index1), 0, 0));
-  EXPECT_TRUE(all_close(gather(x.to(DType::f32), 1, index1), ref_gather(x.to(DType::f32), 1, index1), 0, 0));
+  EXPECT_TRUE(all_close(gather(x.to(DType::f32), 1, index1),
+                        ref_gather(x.to(DType::f32), 1, index1), 0, 0));
   Tensor xi = ints({1, 2, 3, 4, 5, 6}, {2, 3});
   EXPECT_TRUE(all_close(gather(xi, 1, ints({2, 2, 0, 1}, {2, 2})), {3, 3, 4, 5}));
 }
@@ -240,7 +246,8 @@ TEST(ScatterAdd, ForwardAgainstLoopsWithDuplicates) {
   // Strided operands, f32 promotion with f64 src, integers.
   Tensor xt = uniform({5, 4}, -1, 1, 11).t();
   Tensor st = uniform({6, 3}, -1, 1, 12).t();
-  EXPECT_TRUE(all_close(scatter_add(xt, 1, index1.to(DType::i32), st), ref_scatter_add(xt, 1, index1, st)));
+  EXPECT_TRUE(
+      all_close(scatter_add(xt, 1, index1.to(DType::i32), st), ref_scatter_add(xt, 1, index1, st)));
   Tensor mixed = scatter_add(x.to(DType::f32), 1, index1, src);
   EXPECT_EQ(mixed.dtype(), DType::f64);
   Tensor xi = ints({0, 0, 0}, {3});
@@ -274,7 +281,9 @@ TEST(ScatterAdd, GradientsAndErrors) {
   EXPECT_HAS(message, "[scatter_add]");
   EXPECT_HAS(message, "index 4");
   EXPECT_HAS(message, "0 to 3");
-  EXPECT_HAS(error_of([&] { scatter_add(x, 1, ints({0, 0}, {1, 2}), ones({1, 1})); }),
+  EXPECT_HAS(error_of([&] {
+               scatter_add(x, 1, ints({0, 0}, {1, 2}), ones({1, 1}));
+             }),
              "[scatter_add] index shape [1, 2]");
 }
 
@@ -292,9 +301,9 @@ TEST(IndexAdd, ForwardAgainstLoops) {
     EXPECT_TRUE(all_close(index_add(x, dim, idx.to(DType::i32), source, -0.5),
                           ref_index_add(x, dim, idx, source, -0.5)));
     Tensor strided_source = source.transpose(0, 2).contiguous().transpose(0, 2);
-    EXPECT_TRUE(all_close(index_add(x.transpose(1, 2).contiguous().transpose(1, 2), dim, idx,
-                                    strided_source, 2.0),
-                          ref_index_add(x, dim, idx, source, 2.0)));
+    EXPECT_TRUE(all_close(
+        index_add(x.transpose(1, 2).contiguous().transpose(1, 2), dim, idx, strided_source, 2.0),
+        ref_index_add(x, dim, idx, source, 2.0)));
   }
 }
 
@@ -309,7 +318,9 @@ TEST(IndexAdd, LargeDeterministicAndCorrect) {
 
 TEST(IndexAdd, GradientsAndErrors) {
   Tensor index = ints({2, 0, 2}, {3});
-  auto fn = [index](const std::vector<Tensor>& in) { return index_add(in[0], 1, index, in[1], 1.5); };
+  auto fn = [index](const std::vector<Tensor>& in) {
+    return index_add(in[0], 1, index, in[1], 1.5);
+  };
   EXPECT_TRUE(gradcheck(fn, {uniform({2, 4}, -1, 1, 21).set_requires_grad(),
                              uniform({2, 3}, -1, 1, 22).set_requires_grad()}));
   auto squared = [index](const std::vector<Tensor>& in) {
@@ -328,45 +339,105 @@ TEST(IndexAdd, GradientsAndErrors) {
   EXPECT_HAS(message, "[2, 2]");
 }
 
+// ---- edge cases ------------------------------------------------------------
+
+TEST(IndexOps, EmptyTensors) {
+  Tensor weight = uniform({4, 3});
+  EXPECT_EQ(embedding(weight, ints({}, {0})).shape(), (Shape{0, 3}));
+  EXPECT_EQ(embedding(weight, ints({}, {2, 0})).shape(), (Shape{2, 0, 3}));
+  EXPECT_EQ(embedding(zeros({4, 0}), ints({1, 2}, {2})).shape(), (Shape{2, 0}));
+  Tensor x = uniform({3, 4});
+  EXPECT_EQ(gather(x, 1, ints({}, {3, 0})).shape(), (Shape{3, 0}));
+  EXPECT_TRUE(all_close(scatter_add(x, 0, ints({}, {0, 4}), uniform({2, 4})), x, 0, 0));
+  EXPECT_TRUE(all_close(index_add(x, 1, ints({}, {0}), zeros({3, 0})), x, 0, 0));
+  EXPECT_EQ(index_select(zeros({0, 4}), 1, ints({3, 0}, {2})).shape(), (Shape{0, 2}));
+  // Bad indices are errors even when nothing is copied.
+  EXPECT_HAS(error_of([&] { embedding(zeros({4, 0}), ints({4}, {1})); }), "index 4");
+  EXPECT_HAS(error_of([&] {
+               index_add(zeros({0, 4}), 1, ints({5}, {1}), zeros({0, 1}));
+             }),
+             "index 5");
+  // Indexing into an empty dim is always out of range.
+  EXPECT_HAS(error_of([&] { index_select(zeros({0, 4}), 0, ints({0}, {1})); }), "has size 0");
+  // Gradients through empty lookups are zeros of the right shape.
+  Tensor w = uniform({4, 3}).set_requires_grad();
+  sum(embedding(w, ints({}, {0}))).backward();
+  EXPECT_TRUE(all_close(w.grad(), std::vector<double>(12, 0.0)));
+}
+
 // ---- SBP ---------------------------------------------------------------------
 
-TESSERA_SBP_CASE("embedding", [] {
-  return std::vector<Tensor>{uniform({7, 5}, -1, 1, 1), ints({3, 0, 6, 3, 1, 2, 5, 5, 4, 0}, {5, 2})};
-}, Attrs{{"padding_idx", int64_t{-1}}});
-TESSERA_SBP_CASE("embedding", [] {
-  return std::vector<Tensor>{uniform({4, 3}, -1, 1, 2), ints({3, 0, 2, 1, 1}, {5}, DType::i32)};
-}, Attrs{{"padding_idx", int64_t{2}}});
-TESSERA_SBP_CASE("index_select", [] {
-  return std::vector<Tensor>{uniform({5, 6}, -1, 1, 3), ints({5, 0, 2, 2, 1, 4, 3}, {7})};
-}, Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("index_select", [] {
-  return std::vector<Tensor>{uniform({5, 4, 3}, -1, 1, 3), ints({4, 0, 2, 2, 1}, {5})};
-}, Attrs{{"dim", int64_t{0}}});
-TESSERA_SBP_CASE("gather", [] {
-  return std::vector<Tensor>{uniform({5, 6}, -1, 1, 4),
-                             ints({5, 0, 2, 2, 1, 4, 3, 3, 0, 1, 2, 5, 4, 4, 0}, {5, 3})};
-}, Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("gather", [] {
-  return std::vector<Tensor>{uniform({4, 3}, -1, 1, 4),
-                             ints({3, 0, 2, 2, 1, 1, 0, 3, 3, 1, 2, 0, 0, 1, 2}, {5, 3})};
-}, Attrs{{"dim", int64_t{0}}});
-TESSERA_SBP_CASE("scatter_add", [] {
-  return std::vector<Tensor>{uniform({5, 4}, -1, 1, 5),
-                             ints({3, 0, 3, 1, 2, 2, 2, 0, 1, 1, 3, 3, 0, 0, 0, 2, 1, 3, 2, 3}, {5, 4}),
-                             uniform({5, 4}, -1, 1, 6)};
-}, Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("scatter_add", [] {
-  return std::vector<Tensor>{uniform({3, 4}, -1, 1, 5),
-                             ints({2, 0, 2, 1, 1, 1, 0, 0, 2, 2, 1, 0, 0, 2, 1, 1, 2, 2, 0, 1}, {5, 4}),
-                             uniform({5, 7}, -1, 1, 6)};
-}, Attrs{{"dim", int64_t{0}}});
-TESSERA_SBP_CASE("index_add", [] {
-  return std::vector<Tensor>{uniform({5, 6}, -1, 1, 7), ints({4, 0, 4, 2}, {4}), uniform({4, 6}, -1, 1, 8)};
-}, Attrs{{"dim", int64_t{0}}, {"alpha", 1.0}});
-TESSERA_SBP_CASE("index_add", [] {
-  return std::vector<Tensor>{uniform({3, 5, 2}, -1, 1, 7), ints({4, 0, 4, 2, 1, 1, 3}, {7}),
-                             uniform({3, 7, 2}, -1, 1, 8)};
-}, Attrs{{"dim", int64_t{1}}, {"alpha", -2.0}});
+TESSERA_SBP_CASE(
+    "embedding",
+    [] {
+      return std::vector<Tensor>{uniform({7, 5}, -1, 1, 1),
+                                 ints({3, 0, 6, 3, 1, 2, 5, 5, 4, 0}, {5, 2})};
+    },
+    Attrs{{"padding_idx", int64_t{-1}}});
+TESSERA_SBP_CASE(
+    "embedding",
+    [] {
+      return std::vector<Tensor>{uniform({4, 3}, -1, 1, 2), ints({3, 0, 2, 1, 1}, {5}, DType::i32)};
+    },
+    Attrs{{"padding_idx", int64_t{2}}});
+TESSERA_SBP_CASE(
+    "index_select",
+    [] {
+      return std::vector<Tensor>{uniform({5, 6}, -1, 1, 3), ints({5, 0, 2, 2, 1, 4, 3}, {7})};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "index_select",
+    [] {
+      return std::vector<Tensor>{uniform({5, 4, 3}, -1, 1, 3), ints({4, 0, 2, 2, 1}, {5})};
+    },
+    Attrs{{"dim", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "gather",
+    [] {
+      return std::vector<Tensor>{uniform({5, 6}, -1, 1, 4),
+                                 ints({5, 0, 2, 2, 1, 4, 3, 3, 0, 1, 2, 5, 4, 4, 0}, {5, 3})};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "gather",
+    [] {
+      return std::vector<Tensor>{uniform({4, 3}, -1, 1, 4),
+                                 ints({3, 0, 2, 2, 1, 1, 0, 3, 3, 1, 2, 0, 0, 1, 2}, {5, 3})};
+    },
+    Attrs{{"dim", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "scatter_add",
+    [] {
+      return std::vector<Tensor>{
+          uniform({5, 4}, -1, 1, 5),
+          ints({3, 0, 3, 1, 2, 2, 2, 0, 1, 1, 3, 3, 0, 0, 0, 2, 1, 3, 2, 3}, {5, 4}),
+          uniform({5, 4}, -1, 1, 6)};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "scatter_add",
+    [] {
+      return std::vector<Tensor>{
+          uniform({3, 4}, -1, 1, 5),
+          ints({2, 0, 2, 1, 1, 1, 0, 0, 2, 2, 1, 0, 0, 2, 1, 1, 2, 2, 0, 1}, {5, 4}),
+          uniform({5, 7}, -1, 1, 6)};
+    },
+    Attrs{{"dim", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "index_add",
+    [] {
+      return std::vector<Tensor>{uniform({5, 6}, -1, 1, 7), ints({4, 0, 4, 2}, {4}),
+                                 uniform({4, 6}, -1, 1, 8)};
+    },
+    Attrs{{"dim", int64_t{0}}, {"alpha", 1.0}});
+TESSERA_SBP_CASE(
+    "index_add",
+    [] {
+      return std::vector<Tensor>{uniform({3, 5, 2}, -1, 1, 7), ints({4, 0, 4, 2, 1, 1, 3}, {7}),
+                                 uniform({3, 7, 2}, -1, 1, 8)};
+    },
+    Attrs{{"dim", int64_t{1}}, {"alpha", -2.0}});
 
 }  // namespace
 }  // namespace tessera::testing

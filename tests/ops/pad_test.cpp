@@ -69,8 +69,7 @@ TEST(Pad, ConstantMatchesTorchValues) {
 
 TEST(Pad, OtherModesMatchTorchValues) {
   Tensor x = make({0, 1, 2, 3, 4, 5}, {1, 2, 3});
-  EXPECT_TRUE(all_close(pad(x, {2, 2}, "reflect"),
-                        {2, 1, 0, 1, 2, 1, 0, 5, 4, 3, 4, 5, 4, 3}));
+  EXPECT_TRUE(all_close(pad(x, {2, 2}, "reflect"), {2, 1, 0, 1, 2, 1, 0, 5, 4, 3, 4, 5, 4, 3}));
   EXPECT_TRUE(all_close(pad(x.reshape({1, 1, 2, 3}), {1, 1, 1, 1}, "replicate"),
                         {0, 0, 1, 2, 2, 0, 0, 1, 2, 2, 3, 3, 4, 5, 5, 3, 3, 4, 5, 5}));
   EXPECT_TRUE(all_close(pad(x, {3, 1}, "circular"), {0, 1, 2, 0, 1, 2, 0, 3, 4, 5, 3, 4, 5, 3}));
@@ -142,6 +141,19 @@ TEST(Pad, ErrorsExplainValidPads) {
   EXPECT_HAS(error_of([&] { pad(x, {4, 0}, "circular"); }), "at most the size");
 }
 
+TEST(Pad, EmptyAndZeroPads) {
+  Tensor x = uniform({2, 3});
+  EXPECT_TRUE(all_close(pad(x, {}), x, 0, 0));
+  EXPECT_TRUE(all_close(pad(x, {0, 0}, "reflect"), x, 0, 0));
+  EXPECT_TRUE(all_close(pad(zeros({0, 3}), {1, 1}, "constant", 2.0), std::vector<double>{}));
+  EXPECT_EQ(pad(zeros({0, 3}), {1, 1}).shape(), (Shape{0, 5}));
+  EXPECT_TRUE(all_close(pad(zeros({2, 0}), {1, 1}, "constant", 2.0), {2, 2, 2, 2}));
+  EXPECT_TRUE(all_close(pad(Tensor::scalar(3.0), {}), {3}));
+  Tensor y = uniform({2, 3}).set_requires_grad();
+  sum(pad(y, {0, 0, 1, 0}, "replicate")).backward();
+  EXPECT_TRUE(all_close(y.grad(), {2, 2, 2, 1, 1, 1}));
+}
+
 // ---- SBP ---------------------------------------------------------------------
 
 Attrs pad_attrs(std::vector<int64_t> before, std::vector<int64_t> after, const char* mode,
@@ -152,22 +164,46 @@ Attrs pad_attrs(std::vector<int64_t> before, std::vector<int64_t> after, const c
                {"value", value}};
 }
 
-TESSERA_SBP_CASE("pad", [] { return std::vector<Tensor>{uniform({5, 4, 3}, -1, 1, 1)}; },
-                 pad_attrs({0, 1, -1}, {0, 2, 0}, "constant"));
-TESSERA_SBP_CASE("pad", [] { return std::vector<Tensor>{uniform({5, 4}, -1, 1, 2)}; },
-                 pad_attrs({0, 2}, {0, 1}, "constant", 1.5));
-TESSERA_SBP_CASE("pad", [] { return std::vector<Tensor>{uniform({5, 4}, -1, 1, 3)}; },
-                 pad_attrs({0, 3}, {0, 2}, "reflect"));
-TESSERA_SBP_CASE("pad", [] { return std::vector<Tensor>{uniform({3, 5, 4}, -1, 1, 4)}; },
-                 pad_attrs({0, 1, 2}, {0, 0, 3}, "replicate"));
-TESSERA_SBP_CASE("pad_backward", [] { return std::vector<Tensor>{uniform({5, 9}, -1, 1, 5)}; },
-                 Attrs{{"before", std::vector<int64_t>{0, 3}},
-                       {"after", std::vector<int64_t>{0, 2}},
-                       {"mode", std::string("reflect")}});
-TESSERA_SBP_CASE("pad_backward", [] { return std::vector<Tensor>{uniform({6, 5, 7}, -1, 1, 6)}; },
-                 Attrs{{"before", std::vector<int64_t>{1, 0, 2}},
-                       {"after", std::vector<int64_t>{2, 0, 1}},
-                       {"mode", std::string("circular")}});
+TESSERA_SBP_CASE(
+    "pad",
+    [] {
+      return std::vector<Tensor>{uniform({5, 4, 3}, -1, 1, 1)};
+    },
+    pad_attrs({0, 1, -1}, {0, 2, 0}, "constant"));
+TESSERA_SBP_CASE(
+    "pad",
+    [] {
+      return std::vector<Tensor>{uniform({5, 4}, -1, 1, 2)};
+    },
+    pad_attrs({0, 2}, {0, 1}, "constant", 1.5));
+TESSERA_SBP_CASE(
+    "pad",
+    [] {
+      return std::vector<Tensor>{uniform({5, 4}, -1, 1, 3)};
+    },
+    pad_attrs({0, 3}, {0, 2}, "reflect"));
+TESSERA_SBP_CASE(
+    "pad",
+    [] {
+      return std::vector<Tensor>{uniform({3, 5, 4}, -1, 1, 4)};
+    },
+    pad_attrs({0, 1, 2}, {0, 0, 3}, "replicate"));
+TESSERA_SBP_CASE(
+    "pad_backward",
+    [] {
+      return std::vector<Tensor>{uniform({5, 9}, -1, 1, 5)};
+    },
+    Attrs{{"before", std::vector<int64_t>{0, 3}},
+          {"after", std::vector<int64_t>{0, 2}},
+          {"mode", std::string("reflect")}});
+TESSERA_SBP_CASE(
+    "pad_backward",
+    [] {
+      return std::vector<Tensor>{uniform({6, 5, 7}, -1, 1, 6)};
+    },
+    Attrs{{"before", std::vector<int64_t>{1, 0, 2}},
+          {"after", std::vector<int64_t>{2, 0, 1}},
+          {"mode", std::string("circular")}});
 
 }  // namespace
 }  // namespace tessera::testing

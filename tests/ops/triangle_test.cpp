@@ -67,14 +67,30 @@ TEST(Triangle, GradientsAndErrors) {
 
 // ---- SBP ---------------------------------------------------------------------
 
-TESSERA_SBP_CASE("tril", [] { return std::vector<Tensor>{uniform({5, 7}, -1, 1, 1)}; },
-                 Attrs{{"diagonal", int64_t{0}}});
-TESSERA_SBP_CASE("tril", [] { return std::vector<Tensor>{uniform({3, 5, 4}, -1, 1, 2)}; },
-                 Attrs{{"diagonal", int64_t{-2}}});
-TESSERA_SBP_CASE("triu", [] { return std::vector<Tensor>{uniform({7, 5}, -1, 1, 3)}; },
-                 Attrs{{"diagonal", int64_t{1}}});
-TESSERA_SBP_CASE("triu", [] { return std::vector<Tensor>{uniform({2, 3, 5, 6}, -1, 1, 4)}; },
-                 Attrs{{"diagonal", int64_t{-1}}});
+TESSERA_SBP_CASE(
+    "tril",
+    [] {
+      return std::vector<Tensor>{uniform({5, 7}, -1, 1, 1)};
+    },
+    Attrs{{"diagonal", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "tril",
+    [] {
+      return std::vector<Tensor>{uniform({3, 5, 4}, -1, 1, 2)};
+    },
+    Attrs{{"diagonal", int64_t{-2}}});
+TESSERA_SBP_CASE(
+    "triu",
+    [] {
+      return std::vector<Tensor>{uniform({7, 5}, -1, 1, 3)};
+    },
+    Attrs{{"diagonal", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "triu",
+    [] {
+      return std::vector<Tensor>{uniform({2, 3, 5, 6}, -1, 1, 4)};
+    },
+    Attrs{{"diagonal", int64_t{-1}}});
 
 }  // namespace
 }  // namespace tessera::testing

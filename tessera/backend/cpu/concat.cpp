@@ -14,8 +14,8 @@ void cat_kernel(KernelContext& ctx) {
   const int64_t dim = ctx.attrs.i("dim");
   int64_t start = 0;
   for (const Tensor& input : ctx.inputs) {
-    Tensor window = make_alias(out, input.shape(), out.strides(),
-                               out.offset() + start * out.strides()[dim]);
+    Tensor window =
+        make_alias(out, input.shape(), out.strides(), out.offset() + start * out.strides()[dim]);
     copy_into(input, window);
     start += input.shape()[dim];
   }

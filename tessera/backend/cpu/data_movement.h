@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/core/dtype.h"
@@ -16,11 +17,20 @@ namespace tessera::cpu {
 template <typename Fn>
 void dispatch_by_size(DType dtype, Fn&& fn) {
   switch (dtype_size(dtype)) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    case 8: fn(uint64_t{}); break;
-    default: TESSERA_FAIL("[copy] unsupported element size ", dtype_size(dtype));
+    case 1:
+      fn(uint8_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
+      break;
+    case 4:
+      fn(uint32_t{});
+      break;
+    case 8:
+      fn(uint64_t{});
+      break;
+    default:
+      TESSERA_FAIL("[copy] unsupported element size ", dtype_size(dtype));
   }
 }
 
@@ -28,8 +38,8 @@ void dispatch_by_size(DType dtype, Fn&& fn) {
 // typically a window aliasing a larger output). Runs in parallel.
 inline void copy_into(const Tensor& src, const Tensor& dst) {
   if (src.numel() == 0) return;
-  auto loop = make_loop<2>(src.shape(), {dst.strides(), src.strides()},
-                           {dst.offset(), src.offset()});
+  auto loop =
+      make_loop<2>(src.shape(), {dst.strides(), src.strides()}, {dst.offset(), src.offset()});
   dispatch_by_size(src.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* out_base = storage_ptr<T>(dst);
@@ -39,7 +49,7 @@ inline void copy_into(const Tensor& src, const Tensor& dst) {
       T* __restrict po = out_base + offsets[0];
       const T* __restrict pi = in_base + offsets[1];
       if (strides[0] == 1 && strides[1] == 1) {
-        for (int64_t i = 0; i < n; ++i) po[i] = pi[i];
+        std::memcpy(po, pi, static_cast<size_t>(n) * sizeof(T));
       } else {
         for (int64_t i = 0; i < n; ++i) po[i * strides[0]] = pi[i * strides[1]];
       }

@@ -41,14 +41,33 @@ struct GatherPlan {
   int64_t dim = 0;
 };
 
+// Throws unless every entry of index lies in [0, size).
+template <typename I>
+void validate_index(const std::string& op, const Tensor& index, int64_t dim, int64_t size) {
+  const I* base = storage_ptr<I>(index);
+  auto loop = make_loop<1>(index.shape(), {index.strides()}, {index.offset()});
+  for_each_run(loop, [&](const std::array<int64_t, 1>& offsets,
+                         const std::array<int64_t, 1>& strides, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = base[offsets[0] + i * strides[0]];
+      if (v < 0 || v >= size) bad_index(op, v, dim, size);
+    }
+  });
+}
+
 void run_gather(KernelContext& ctx, const Tensor& x, const Tensor& index, const GatherPlan& plan) {
   Tensor& out = ctx.outputs[0];
   const std::string& op = ctx.op.name;
   const int64_t size = x.shape()[plan.dim];
   const int64_t dim_stride = x.strides()[plan.dim];
+  if (out.numel() == 0) {
+    // Nothing to copy, but bad indices are still an error.
+    dispatch_index(index.dtype(),
+                   [&](auto tag) { validate_index<decltype(tag)>(op, index, plan.dim, size); });
+    return;
+  }
   auto loop = make_loop<3>(out.shape(), {out.strides(), plan.x_strides, plan.index_strides},
                            {out.offset(), x.offset(), index.offset()});
-  if (out.numel() == 0) return;
   dispatch_by_size(x.dtype(), [&](auto value_tag) {
     using T = decltype(value_tag);
     dispatch_index(index.dtype(), [&](auto index_tag) {
@@ -56,6 +75,10 @@ void run_gather(KernelContext& ctx, const Tensor& x, const Tensor& index, const 
       T* out_base = storage_ptr<T>(out);
       const T* x_base = storage_ptr<T>(x);
       const I* index_base = storage_ptr<I>(index);
+      // An index smaller than the output (index_select, embedding) is read
+      // repeatedly: checking it once keeps the copy loops free of branches.
+      const bool checked = index.numel() < out.numel();
+      if (checked) validate_index<I>(op, index, plan.dim, size);
       for_each_run(loop, [&](const std::array<int64_t, 3>& offsets,
                              const std::array<int64_t, 3>& strides, int64_t n) {
         T* __restrict po = out_base + offsets[0];
@@ -64,12 +87,18 @@ void run_gather(KernelContext& ctx, const Tensor& x, const Tensor& index, const 
         if (strides[2] == 0) {
           // One index for the whole run (embedding, index_select): a row copy.
           int64_t v = pi[0];
-          if (v < 0 || v >= size) bad_index(op, v, plan.dim, size);
+          if (!checked && (v < 0 || v >= size)) bad_index(op, v, plan.dim, size);
           const T* __restrict src = px + v * dim_stride;
           if (strides[0] == 1 && strides[1] == 1) {
             for (int64_t i = 0; i < n; ++i) po[i] = src[i];
           } else {
             for (int64_t i = 0; i < n; ++i) po[i * strides[0]] = src[i * strides[1]];
+          }
+          return;
+        }
+        if (checked) {
+          for (int64_t i = 0; i < n; ++i) {
+            po[i * strides[0]] = px[i * strides[1] + int64_t{pi[i * strides[2]]} * dim_stride];
           }
           return;
         }
@@ -131,11 +160,12 @@ void for_each_weighted_run(const StridedLoop<N>& loop, int64_t weight, Fn&& fn) 
   std::array<int64_t, N> inner_strides;
   for (size_t k = 0; k < N; ++k) inner_strides[k] = loop.strides[k].back();
   if (rows == 1) {
-    parallel_for(0, inner, std::max<int64_t>(1, kElementwiseGrain / cost), [&](int64_t lo, int64_t hi) {
-      std::array<int64_t, N> offsets;
-      for (size_t k = 0; k < N; ++k) offsets[k] = loop.base[k] + lo * inner_strides[k];
-      fn(offsets, inner_strides, hi - lo);
-    });
+    parallel_for(0, inner, std::max<int64_t>(1, kElementwiseGrain / cost),
+                 [&](int64_t lo, int64_t hi) {
+                   std::array<int64_t, N> offsets;
+                   for (size_t k = 0; k < N; ++k) offsets[k] = loop.base[k] + lo * inner_strides[k];
+                   fn(offsets, inner_strides, hi - lo);
+                 });
     return;
   }
   int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner * cost, 1));
@@ -167,7 +197,11 @@ void run_scatter(KernelContext& ctx, const Shape& space, const Strides& index_st
   const int64_t out_dim_stride = out.strides()[dim];
   const int64_t index_dim_stride = index_strides[dim];
   const int64_t src_dim_stride = src.strides()[dim];
-  if (numel(space) == 0) return;
+  if (numel(space) == 0) {
+    dispatch_index(index.dtype(),
+                   [&](auto tag) { validate_index<decltype(tag)>(op, index, dim, size); });
+    return;
+  }
   Shape fibres = space;
   fibres[dim] = 1;
   auto loop = make_loop<3>(fibres, {out.strides(), index_strides, src.strides()},
@@ -180,29 +214,46 @@ void run_scatter(KernelContext& ctx, const Shape& space, const Strides& index_st
       T* out_base = storage_ptr<T>(out);
       const T* src_base = storage_ptr<T>(src);
       const I* index_base = storage_ptr<I>(index);
-      for_each_weighted_run(loop, length, [&](const std::array<int64_t, 3>& offsets,
-                                              const std::array<int64_t, 3>& strides, int64_t n) {
-        for (int64_t j = 0; j < length; ++j) {
-          const I* pi = index_base + offsets[1] + j * index_dim_stride;
-          const T* __restrict ps = src_base + offsets[2] + j * src_dim_stride;
-          if (strides[1] == 0) {
-            int64_t v = pi[0];
-            if (v < 0 || v >= size) bad_index(op, v, dim, size);
-            T* __restrict po = out_base + offsets[0] + v * out_dim_stride;
-            if (strides[0] == 1 && strides[2] == 1) {
-              for (int64_t i = 0; i < n; ++i) po[i] += scale * ps[i];
-            } else {
-              for (int64_t i = 0; i < n; ++i) po[i * strides[0]] += scale * ps[i * strides[2]];
-            }
-            continue;
-          }
-          for (int64_t i = 0; i < n; ++i) {
-            int64_t v = pi[i * strides[1]];
-            if (v < 0 || v >= size) bad_index(op, v, dim, size);
-            out_base[offsets[0] + i * strides[0] + v * out_dim_stride] += scale * ps[i * strides[2]];
-          }
-        }
-      });
+      for_each_weighted_run(loop, length,
+                            [&](const std::array<int64_t, 3>& offsets,
+                                const std::array<int64_t, 3>& strides, int64_t n) {
+                              if (strides[0] > out_dim_stride) {
+                                // dim is the inner axis: finish one fibre at a time for locality.
+                                for (int64_t i = 0; i < n; ++i) {
+                                  const I* pi = index_base + offsets[1] + i * strides[1];
+                                  const T* ps = src_base + offsets[2] + i * strides[2];
+                                  T* po = out_base + offsets[0] + i * strides[0];
+                                  for (int64_t j = 0; j < length; ++j) {
+                                    int64_t v = pi[j * index_dim_stride];
+                                    if (v < 0 || v >= size) bad_index(op, v, dim, size);
+                                    po[v * out_dim_stride] += scale * ps[j * src_dim_stride];
+                                  }
+                                }
+                                return;
+                              }
+                              for (int64_t j = 0; j < length; ++j) {
+                                const I* pi = index_base + offsets[1] + j * index_dim_stride;
+                                const T* __restrict ps = src_base + offsets[2] + j * src_dim_stride;
+                                if (strides[1] == 0) {
+                                  int64_t v = pi[0];
+                                  if (v < 0 || v >= size) bad_index(op, v, dim, size);
+                                  T* __restrict po = out_base + offsets[0] + v * out_dim_stride;
+                                  if (strides[0] == 1 && strides[2] == 1) {
+                                    for (int64_t i = 0; i < n; ++i) po[i] += scale * ps[i];
+                                  } else {
+                                    for (int64_t i = 0; i < n; ++i)
+                                      po[i * strides[0]] += scale * ps[i * strides[2]];
+                                  }
+                                  continue;
+                                }
+                                for (int64_t i = 0; i < n; ++i) {
+                                  int64_t v = pi[i * strides[1]];
+                                  if (v < 0 || v >= size) bad_index(op, v, dim, size);
+                                  out_base[offsets[0] + i * strides[0] + v * out_dim_stride] +=
+                                      scale * ps[i * strides[2]];
+                                }
+                              }
+                            });
     });
   });
 }
@@ -220,10 +271,11 @@ void index_add_kernel(KernelContext& ctx) {
   run_scatter(ctx, source.shape(), index_strides, index, source, ctx.attrs.f("alpha"));
 }
 
-#define TESSERA_ALL_DTYPES                                                               \
+#define TESSERA_ALL_DTYPES                                                                     \
   ::tessera::DType::f32, ::tessera::DType::f64, ::tessera::DType::bf16, ::tessera::DType::f16, \
-      ::tessera::DType::i64, ::tessera::DType::i32, ::tessera::DType::u8, ::tessera::DType::boolean
-#define TESSERA_SUM_DTYPES                                                    \
+      ::tessera::DType::i64, ::tessera::DType::i32, ::tessera::DType::u8,                      \
+      ::tessera::DType::boolean
+#define TESSERA_SUM_DTYPES                                                                    \
   ::tessera::DType::f32, ::tessera::DType::f64, ::tessera::DType::i64, ::tessera::DType::i32, \
       ::tessera::DType::u8
 

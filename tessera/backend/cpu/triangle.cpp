@@ -17,7 +17,8 @@ void triangle(KernelContext& ctx, bool lower) {
   const int64_t num_rows = x.shape()[ndim - 2], num_cols = x.shape()[ndim - 1];
   if (out.numel() == 0) return;
   // Beyond these bounds every row is fully kept or fully zeroed.
-  const int64_t diagonal = std::clamp<int64_t>(ctx.attrs.i("diagonal"), -num_rows - 1, num_cols + 1);
+  const int64_t diagonal =
+      std::clamp<int64_t>(ctx.attrs.i("diagonal"), -num_rows - 1, num_cols + 1);
   const int64_t row_stride = x.strides()[ndim - 2], col_stride = x.strides()[ndim - 1];
   dispatch_by_size(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -48,12 +49,17 @@ void triangle(KernelContext& ctx, bool lower) {
   });
 }
 
-void tril_kernel(KernelContext& ctx) { triangle(ctx, true); }
-void triu_kernel(KernelContext& ctx) { triangle(ctx, false); }
+void tril_kernel(KernelContext& ctx) {
+  triangle(ctx, true);
+}
+void triu_kernel(KernelContext& ctx) {
+  triangle(ctx, false);
+}
 
-#define TESSERA_TRIANGLE_DTYPES                                                          \
+#define TESSERA_TRIANGLE_DTYPES                                                                \
   ::tessera::DType::f32, ::tessera::DType::f64, ::tessera::DType::bf16, ::tessera::DType::f16, \
-      ::tessera::DType::i64, ::tessera::DType::i32, ::tessera::DType::u8, ::tessera::DType::boolean
+      ::tessera::DType::i64, ::tessera::DType::i32, ::tessera::DType::u8,                      \
+      ::tessera::DType::boolean
 TESSERA_REGISTER_KERNEL("tril", cpu, tril_kernel, TESSERA_TRIANGLE_DTYPES);
 TESSERA_REGISTER_KERNEL("triu", cpu, triu_kernel, TESSERA_TRIANGLE_DTYPES);
 
