@@ -1,0 +1,298 @@
+// Indexing ops: embedding, index_select and gather read entries at given
+// indices; scatter_add and index_add add entries at given indices and are
+// the lookups' gradients (and vice versa). Kernels: backend/cpu/index.cpp.
+
+#include "tessera/ops/index.h"
+
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/op.h"
+#include "tessera/ops/pad.h"
+
+namespace tessera {
+
+namespace {
+
+const Sbp kB = Sbp::broadcast();
+const Sbp kPs = Sbp::partial_sum();
+
+// Lookups copy values, so partial values of any kind stay partial when the
+// indices are the same everywhere: (P, B) -> P.
+void add_lookup_partials(std::vector<SbpSignature>& signatures) {
+  for (Sbp partial : {Sbp::partial_sum(), Sbp::partial_max(), Sbp::partial_min()}) {
+    signatures.push_back({{partial, kB}, {partial}});
+  }
+}
+
+int64_t rank_of(const TensorMeta& meta) {
+  return static_cast<int64_t>(meta.shape.size());
+}
+
+const OpDef& embedding_op = register_op([] {
+  OpDef def;
+  def.name = "embedding";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    Shape shape = in[1].shape;
+    shape.push_back(in[0].shape[1]);
+    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    std::vector<SbpSignature> signatures;
+    // Indices split along any axis split the output there; a weight split
+    // along D splits the output's last axis. A vocabulary-split weight
+    // (S(0)) needs masking and a sum, which a local kernel cannot express.
+    for (int64_t d = 0; d < rank_of(in[1]); ++d) {
+      signatures.push_back({{kB, Sbp::split(d)}, {Sbp::split(d)}});
+    }
+    signatures.push_back({{Sbp::split(1), kB}, {Sbp::split(rank_of(in[1]))}});
+    add_lookup_partials(signatures);
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const Shape& weight_shape = c.input_meta(0).shape;
+    const Tensor& indices = c.input(1);
+    int64_t count = indices.numel();
+    Tensor rows = c.grad_output(0).reshape({count, weight_shape[1]});
+    Tensor grad = index_add(zeros(weight_shape, rows.dtype()), 0, indices.reshape({count}), rows);
+    int64_t padding_idx = c.attrs().i("padding_idx");
+    if (padding_idx >= 0) {
+      Tensor keep = ne(arange(weight_shape[0]), padding_idx).reshape({weight_shape[0], 1});
+      grad = where(keep, grad, 0.0);
+    }
+    return std::vector<Tensor>{grad, Tensor()};
+  };
+  return def;
+}());
+
+const OpDef& index_select_op = register_op([] {
+  OpDef def;
+  def.name = "index_select";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    Shape shape = in[0].shape;
+    shape[attrs.i("dim")] = numel(in[1].shape);
+    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    int64_t dim = attrs.i("dim");
+    std::vector<SbpSignature> signatures;
+    for (int64_t d = 0; d < rank_of(in[0]); ++d) {
+      if (d != dim) signatures.push_back({{Sbp::split(d), kB}, {Sbp::split(d)}});
+    }
+    signatures.push_back({{kB, Sbp::split(0)}, {Sbp::split(dim)}});
+    add_lookup_partials(signatures);
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const TensorMeta& x = c.input_meta(0);
+    Tensor grad = index_add(zeros(x.shape, c.grad_output(0).dtype()), c.attrs().i("dim"),
+                            c.input(1), c.grad_output(0));
+    return std::vector<Tensor>{grad, Tensor()};
+  };
+  return def;
+}());
+
+const OpDef& gather_op = register_op([] {
+  OpDef def;
+  def.name = "gather";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{{in[1].shape, in[0].dtype, in[0].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    int64_t dim = attrs.i("dim");
+    std::vector<SbpSignature> signatures;
+    // Along other axes, x and index rows only line up when the sizes agree.
+    for (int64_t d = 0; d < rank_of(in[0]); ++d) {
+      if (d != dim && in[0].shape[d] == in[1].shape[d]) {
+        signatures.push_back({{Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
+      }
+    }
+    signatures.push_back({{kB, Sbp::split(dim)}, {Sbp::split(dim)}});
+    add_lookup_partials(signatures);
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const TensorMeta& x = c.input_meta(0);
+    Tensor grad = scatter_add(zeros(x.shape, c.grad_output(0).dtype()), c.attrs().i("dim"),
+                              c.input(1), c.grad_output(0));
+    return std::vector<Tensor>{grad, Tensor()};
+  };
+  return def;
+}());
+
+const OpDef& scatter_add_op = register_op([] {
+  OpDef def;
+  def.name = "scatter_add";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in[0]};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    int64_t dim = attrs.i("dim");
+    const Shape &x = in[0].shape, &index = in[1].shape, &src = in[2].shape;
+    std::vector<SbpSignature> signatures;
+    for (int64_t d = 0; d < rank_of(in[0]); ++d) {
+      if (d != dim && x[d] == index[d] && index[d] == src[d]) {
+        signatures.push_back({{Sbp::split(d), Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
+      }
+    }
+    signatures.push_back({{kPs, kB, kPs}, {kPs}});
+    // Each rank adds its share of the entries to its partial x.
+    if (index[dim] == src[dim]) {
+      signatures.push_back({{kPs, Sbp::split(dim), Sbp::split(dim)}, {kPs}});
+    }
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const Tensor& g = c.grad_output(0);
+    std::vector<Tensor> grads(3);
+    if (c.needs_input_grad(0)) grads[0] = g;
+    if (c.needs_input_grad(2)) {
+      const Tensor& index = c.input(1);
+      Tensor picked = gather(g, c.attrs().i("dim"), index);
+      // Entries of src beyond index's extent were not used: zero gradient.
+      const Shape& src_shape = c.input_meta(2).shape;
+      if (src_shape != index.shape()) {
+        std::vector<int64_t> pads;
+        for (int64_t d = index.dim() - 1; d >= 0; --d) {
+          pads.push_back(0);
+          pads.push_back(src_shape[d] - index.shape()[d]);
+        }
+        picked = pad(picked, pads);
+      }
+      grads[2] = picked;
+    }
+    return grads;
+  };
+  return def;
+}());
+
+const OpDef& index_add_op = register_op([] {
+  OpDef def;
+  def.name = "index_add";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in[0]};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    int64_t dim = attrs.i("dim");
+    std::vector<SbpSignature> signatures;
+    for (int64_t d = 0; d < rank_of(in[0]); ++d) {
+      if (d != dim) signatures.push_back({{Sbp::split(d), kB, Sbp::split(d)}, {Sbp::split(d)}});
+    }
+    signatures.push_back({{kPs, kB, kPs}, {kPs}});
+    signatures.push_back({{kPs, Sbp::split(0), Sbp::split(dim)}, {kPs}});
+    return signatures;
+  };
+  def.grad = [](const GradContext& c) {
+    const Tensor& g = c.grad_output(0);
+    std::vector<Tensor> grads(3);
+    if (c.needs_input_grad(0)) grads[0] = g;
+    if (c.needs_input_grad(2)) {
+      grads[2] = index_select(g, c.attrs().i("dim"), c.input(1));
+      double alpha = c.attrs().f("alpha");
+      if (alpha != 1.0) grads[2] = mul(grads[2], alpha);
+    }
+    return grads;
+  };
+  return def;
+}());
+
+void check_index(const Tensor& index, const char* op) {
+  TESSERA_CHECK(index.defined(), "[", op, "] index is an undefined tensor");
+  TESSERA_CHECK(index.dtype() == DType::i64 || index.dtype() == DType::i32, "[", op,
+                "] index must be i64 or i32, got ", dtype_name(index.dtype()));
+}
+
+void check_has_dims(const Tensor& x, const char* op, const char* what) {
+  TESSERA_CHECK(x.defined(), "[", op, "] ", what, " is an undefined tensor");
+  TESSERA_CHECK(x.dim() >= 1, "[", op, "] ", what, " must have at least 1 dim, got a 0-d tensor");
+}
+
+// A 0-d index is treated as a 1-D index of one element.
+Tensor as_index_vector(const Tensor& index, const char* op) {
+  check_index(index, op);
+  TESSERA_CHECK(index.dim() <= 1, "[", op, "] index must be 1-D, got shape ",
+                shape_str(index.shape()));
+  return index.dim() == 0 ? index.reshape({1}) : index;
+}
+
+// Casts a and b to their promoted dtype.
+std::pair<Tensor, Tensor> promote_pair(const Tensor& a, const Tensor& b) {
+  DType common = promote_types(a.dtype(), b.dtype());
+  return {a.to(common), b.to(common)};
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+  TESSERA_CHECK(weight.defined() && weight.dim() == 2,
+                "[embedding] weight must be 2-D [num_embeddings, embedding_dim], got shape ",
+                weight.defined() ? shape_str(weight.shape()) : std::string("undefined"));
+  check_index(indices, "embedding");
+  int64_t rows = weight.shape()[0];
+  int64_t padding = -1;
+  if (padding_idx) {
+    padding = *padding_idx < 0 ? *padding_idx + rows : *padding_idx;
+    TESSERA_CHECK(padding >= 0 && padding < rows, "[embedding] padding_idx ", *padding_idx,
+                  " is out of range for ", rows, " embeddings; valid: ", -rows, " to ", rows - 1);
+  }
+  return call1(embedding_op, {weight, indices}, {{"padding_idx", padding}});
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_has_dims(x, "index_select", "x");
+  Tensor vector = as_index_vector(index, "index_select");
+  int64_t d = normalize_dim(dim, x.dim(), "index_select");
+  return call1(index_select_op, {x, vector}, {{"dim", d}});
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_has_dims(x, "gather", "x");
+  check_index(index, "gather");
+  TESSERA_CHECK(index.dim() == x.dim(), "[gather] index must have as many dims as x: x is ",
+                shape_str(x.shape()), ", index is ", shape_str(index.shape()));
+  int64_t d = normalize_dim(dim, x.dim(), "gather");
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    TESSERA_CHECK(k == d || index.shape()[k] <= x.shape()[k], "[gather] index shape ",
+                  shape_str(index.shape()), " is larger than x shape ", shape_str(x.shape()),
+                  " in dim ", k, "; index.size(k) <= x.size(k) is required for every k != dim (", d,
+                  ")");
+  }
+  return call1(gather_op, {x, index}, {{"dim", d}});
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_has_dims(x, "scatter_add", "x");
+  check_has_dims(src, "scatter_add", "src");
+  check_index(index, "scatter_add");
+  TESSERA_CHECK(index.dim() == x.dim() && src.dim() == x.dim(),
+                "[scatter_add] x, index and src must have the same number of dims, got ",
+                shape_str(x.shape()), ", ", shape_str(index.shape()), " and ",
+                shape_str(src.shape()));
+  int64_t d = normalize_dim(dim, x.dim(), "scatter_add");
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    TESSERA_CHECK(
+        index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= x.shape()[k]),
+        "[scatter_add] index shape ", shape_str(index.shape()), " does not fit in dim ", k, " (x ",
+        shape_str(x.shape()), ", src ", shape_str(src.shape()),
+        "); index.size(k) must be <= src.size(k), and <= x.size(k) for k != dim (", d, ")");
+  }
+  auto [px, psrc] = promote_pair(x, src);
+  return call1(scatter_add_op, {px, index, psrc}, {{"dim", d}});
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                 double alpha) {
+  check_has_dims(x, "index_add", "x");
+  TESSERA_CHECK(source.defined(), "[index_add] source is an undefined tensor");
+  Tensor vector = as_index_vector(index, "index_add");
+  int64_t d = normalize_dim(dim, x.dim(), "index_add");
+  Shape expected = x.shape();
+  expected[d] = vector.numel();
+  TESSERA_CHECK(source.shape() == expected, "[index_add] source has shape ",
+                shape_str(source.shape()), " but x is ", shape_str(x.shape()), " and index has ",
+                vector.numel(), " entries; source must be ", shape_str(expected),
+                " (x's shape with dim ", d, " set to the number of indices)");
+  auto [px, psource] = promote_pair(x, source);
+  return call1(index_add_op, {px, vector, psource}, {{"dim", d}, {"alpha", alpha}});
+}
+
+}  // namespace tessera

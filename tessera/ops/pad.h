@@ -1,0 +1,18 @@
+#pragma once
+
+// Padding, as torch.nn.functional.pad.
+
+#include <string>
+#include <vector>
+
+#include "tessera/core/tensor.h"
+
+namespace tessera {
+
+// Pads x by (before, after) pairs listed from the last dim backwards: {left, right, top,
+// bottom, ...}. mode "constant" fills with value and accepts negative pads (which crop);
+// "reflect", "replicate" and "circular" take non-negative pads and no value.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
+           double value = 0.0);
+
+}  // namespace tessera
