@@ -14,7 +14,8 @@
 
 namespace tessera::testing {
 
-// f64 tensor from values (shape defaults to 1-D).
+// f64 tensor from values; without a shape, one value gives a 0-d tensor and
+// several a 1-D tensor.
 Tensor make(const std::vector<double>& values, Shape shape = {}, DType dtype = DType::f64);
 // Deterministic random f64 tensor in [low, high).
 Tensor uniform(const Shape& shape, double low = -1.0, double high = 1.0, uint64_t seed = 1,
