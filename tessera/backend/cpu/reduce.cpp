@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/ops/op.h"
@@ -118,6 +119,18 @@ Tensor permuted_alias(const Tensor& x, const std::vector<int64_t>& dims, Shape& 
   return make_alias(x, shape, strides, x.offset());
 }
 
+// Copies any strided `source` into the contiguous `target` as raw words.
+template <typename Word>
+void copy_strided(const Tensor& source, Tensor& target) {
+  auto loop = loop_over<2>(target, {source});
+  Word* out_base = storage_ptr<Word>(target);
+  const Word* in_base = storage_ptr<Word>(source);
+  for_each_run(loop, [&](const std::array<int64_t, 2>& offsets, const std::array<int64_t, 2>& st,
+                         int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out_base[offsets[0] + i] = in_base[offsets[1] + i * st[1]];
+  });
+}
+
 Rows as_rows(const Tensor& x, const std::vector<int64_t>& dims) {
   Shape kept_shape;
   Rows rows;
@@ -131,17 +144,12 @@ Rows as_rows(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   // Copy into row layout with the shared strided copy loop.
   Tensor dense = Tensor::empty(permuted.shape(), x.dtype());
-  auto loop = loop_over<2>(dense, {permuted});
-  size_t bytes = dtype_size(x.dtype());
-  char* out_base = static_cast<char*>(dense.impl().storage->data());
-  const char* in_base = static_cast<const char*>(permuted.impl().storage->data());
-  for_each_run(loop, [&](const std::array<int64_t, 2>& offsets, const std::array<int64_t, 2>& st,
-                         int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(out_base + (offsets[0] + i * st[0]) * bytes,
-                  in_base + (offsets[1] + i * st[1]) * bytes, bytes);
-    }
-  });
+  switch (dtype_size(x.dtype())) {
+    case 1: copy_strided<uint8_t>(permuted, dense); break;
+    case 2: copy_strided<uint16_t>(permuted, dense); break;
+    case 4: copy_strided<uint32_t>(permuted, dense); break;
+    default: copy_strided<uint64_t>(permuted, dense); break;
+  }
   rows.data = make_alias(dense, target, contiguous_strides(target), 0);
   return rows;
 }
@@ -162,6 +170,22 @@ bool as_columns(const Tensor& x, const std::vector<int64_t>& dims, int64_t& redu
   return reduced > 1 && kept > 1;
 }
 
+// When the reduced dims end with a trailing block (e.g. {0, 2, 3} of NCHW)
+// and others remain, the trailing block is reduced first as contiguous rows
+// and the rest afterwards, instead of copying x into row layout. Returns the
+// dims still to reduce over the (smaller) intermediate, or nullopt.
+std::optional<std::vector<int64_t>> split_trailing(const Tensor& x, const std::vector<int64_t>& dims,
+                                                   Shape& intermediate_shape) {
+  int64_t ndim = x.dim();
+  size_t trailing = 0;
+  while (trailing < dims.size() && dims[dims.size() - 1 - trailing] == ndim - 1 - static_cast<int64_t>(trailing)) {
+    ++trailing;
+  }
+  if (trailing == 0 || trailing == dims.size() || !x.is_contiguous()) return std::nullopt;
+  intermediate_shape.assign(x.shape().begin(), x.shape().end() - static_cast<int64_t>(trailing));
+  return std::vector<int64_t>(dims.begin(), dims.end() - static_cast<int64_t>(trailing));
+}
+
 template <typename T>
 void sum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
   using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
@@ -180,6 +204,14 @@ void sum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
     });
     return;
   }
+  Shape intermediate_shape;
+  if (auto rest = split_trailing(x, dims, intermediate_shape)) {
+    Tensor intermediate = Tensor::empty(intermediate_shape, out.dtype());
+    std::vector<int64_t> trailing(dims.begin() + rest->size(), dims.end());
+    sum_impl<T>(x, trailing, intermediate);
+    sum_impl<Out>(intermediate, *rest, out);
+    return;
+  }
   Rows rows = as_rows(x, dims);
   const T* px = rows.data.data<T>();
   int64_t row_stride_elems = rows.data.strides()[0];
@@ -193,6 +225,14 @@ void sum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
 
 template <typename T, bool IsMax>
 void extremum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
+  Shape intermediate_shape;
+  if (auto rest = split_trailing(x, dims, intermediate_shape)) {
+    Tensor intermediate = Tensor::empty(intermediate_shape, out.dtype());
+    std::vector<int64_t> trailing(dims.begin() + rest->size(), dims.end());
+    extremum_impl<T, IsMax>(x, trailing, intermediate);
+    extremum_impl<T, IsMax>(intermediate, *rest, out);
+    return;
+  }
   Rows rows = as_rows(x, dims);
   const T* px = rows.data.data<T>();
   T* po = out.data<T>();
