@@ -11,5 +11,8 @@
 #include "tessera/core/thread_pool.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/loss.h"
+#include "tessera/ops/norm.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/softmax.h"
 #include "tessera/ops/view.h"
