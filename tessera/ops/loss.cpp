@@ -1,6 +1,7 @@
 // Losses. cross_entropy is a primitive with a fused log-softmax + NLL kernel
-// (backend/cpu/loss.cpp) and a gradient built from public ops; nll_loss and
-// mse_loss are compositions of public ops.
+// (backend/cpu/loss.cpp); its gradient is the fused cross_entropy_backward
+// op, whose own gradient is written with public ops. nll_loss and mse_loss
+// are compositions of public ops.
 
 #include "tessera/ops/loss.h"
 
@@ -32,39 +33,102 @@ Tensor one_hot_mask(const Tensor& target, int64_t ndim, int64_t classes) {
   return eq(target.unsqueeze(1), ids);
 }
 
-// d/dlogits = coef * (softmax * sum(B) - B), B = weight * ((1 - e) onehot + e / C):
-// the smoothed, weighted target distribution; coef carries the upstream
-// gradient, the ignore mask and the mean's divisor.
-std::vector<Tensor> cross_entropy_grad(const GradContext& c) {
-  std::vector<Tensor> grads(c.num_inputs());
-  if (!c.needs_input_grad(0)) return grads;
+// The smoothed, weighted target distribution B = w * ((1 - e) onehot + e / C)
+// of shape [N, C, d1...], and the per-sample factor valid / divisor
+// (divisor: the summed counted weight for "mean", else 1) of shape [N, d1...].
+struct TargetTerms {
+  Tensor dist;
+  Tensor factor;
+};
+
+TargetTerms target_terms(const GradContext& c, int first) {
   const Attrs& attrs = c.attrs();
-  const Tensor& logits = c.input(0);
-  const Tensor& target = c.input(1);
+  const Tensor& logits = c.input(first);
+  const Tensor& target = c.input(first + 1);
   const DType dtype = logits.dtype();
   const int64_t ndim = logits.dim(), classes = logits.shape()[1];
   const double smoothing = attrs.f("label_smoothing");
-  const std::string& reduction = attrs.get<std::string>("reduction");
-
   Tensor hot = one_hot_mask(target, ndim, classes);
   Tensor valid = cast(ne(target, attrs.i("ignore_index")), dtype);
-  Tensor dist = add(mul(cast(hot, dtype), 1.0 - smoothing), smoothing / classes);
+  TargetTerms terms{add(mul(cast(hot, dtype), 1.0 - smoothing), smoothing / classes), valid};
   Tensor class_weight;
   if (attrs.b("has_weight")) {
-    class_weight = c.input(2).reshape(class_shape(ndim, classes));
-    dist = mul(dist, class_weight);
+    class_weight = c.input(first + 2).reshape(class_shape(ndim, classes));
+    terms.dist = mul(terms.dist, class_weight);
   }
-  Tensor scale = mul(c.grad_output(0), valid);
-  if (reduction == "mean") {
+  if (attrs.get<std::string>("reduction") == "mean") {
     Tensor counted = valid;
     if (class_weight.defined()) {
       counted = mul(valid, sum(where(hot, class_weight, zeros_like(class_weight)), {1}));
     }
-    scale = div(scale, sum(counted));
+    terms.factor = div(valid, sum(counted));
   }
+  return terms;
+}
+
+// cross_entropy_backward(grad, logits, target, [weight]) -> dlogits
+//   = grad * factor * (softmax(logits) * A - B),  A = sum(B, class dim),
+// linear in grad. Its vector-Jacobian product, for second order: through
+// softmax for the logits, and the same expression contracted with the
+// upstream gradient for grad. target and weight get none (as in PyTorch).
+std::vector<Tensor> cross_entropy_backward_grad(const GradContext& c) {
+  std::vector<Tensor> grads(c.num_inputs());
+  const Tensor& g = c.input(0);
+  const Tensor& logits = c.input(1);
+  const Tensor& h = c.grad_output(0);
+  TargetTerms terms = target_terms(c, 1);
+  Tensor total = sum(terms.dist, {1}, true);
   Tensor probs = softmax(logits, 1);
-  Tensor grad = mul(sub(mul(probs, sum(dist, {1}, true)), dist), scale.unsqueeze(1));
-  grads[0] = grad;
+  Tensor factor = terms.factor.unsqueeze(1);
+  if (c.needs_input_grad(0)) {
+    Tensor per_sample = sum(mul(h, mul(sub(mul(probs, total), terms.dist), factor)), {1});
+    grads[0] = g.dim() == 0 ? sum(per_sample) : per_sample;
+  }
+  if (c.needs_input_grad(1)) {
+    Tensor coef = mul(mul(factor, g.dim() == 0 ? g : g.unsqueeze(1)), total);
+    Tensor softmax_vjp = mul(probs, sub(h, sum(mul(h, probs), {1}, true)));
+    grads[1] = mul(softmax_vjp, coef);
+  }
+  return grads;
+}
+
+const OpDef& cross_entropy_backward_op = register_op([] {
+  OpDef def;
+  def.name = "cross_entropy_backward";
+  def.kernel_dtype_input = 1;
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in[1]};
+  };
+  // Samples split as in the forward (grad split with them when it is per
+  // sample, whole otherwise); "mean" needs the global divisor. Linear in
+  // grad, so a partial grad gives a partial result.
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    std::vector<SbpSignature> signatures;
+    const std::string& reduction = attrs.get<std::string>("reduction");
+    for (int64_t d = 0; reduction != "mean" && d < static_cast<int64_t>(in[1].shape.size()); ++d) {
+      if (d == 1) continue;
+      const int64_t target_axis = d == 0 ? 0 : d - 1;
+      std::vector<Sbp> inputs(in.size(), Sbp::broadcast());
+      inputs[0] = reduction == "none" ? Sbp::split(target_axis) : Sbp::broadcast();
+      inputs[1] = Sbp::split(d);
+      inputs[2] = Sbp::split(target_axis);
+      signatures.push_back({inputs, {Sbp::split(d)}});
+    }
+    std::vector<Sbp> inputs(in.size(), Sbp::broadcast());
+    inputs[0] = Sbp::partial_sum();
+    signatures.push_back({inputs, {Sbp::partial_sum()}});
+    return signatures;
+  };
+  def.grad = cross_entropy_backward_grad;
+  return def;
+}());
+
+std::vector<Tensor> cross_entropy_grad(const GradContext& c) {
+  std::vector<Tensor> grads(c.num_inputs());
+  if (!c.needs_input_grad(0)) return grads;
+  std::vector<Tensor> inputs{c.grad_output(0), c.input(0), c.input(1)};
+  if (c.attrs().b("has_weight")) inputs.push_back(c.input(2));
+  grads[0] = call1(cross_entropy_backward_op, inputs, c.attrs());
   return grads;
 }
 

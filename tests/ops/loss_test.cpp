@@ -178,6 +178,56 @@ TEST(CrossEntropy, Gradients) {
       {x3}));
 }
 
+TEST(CrossEntropyBackward, AgainstLoopsAndAsAnOp) {
+  // dlogits = scale * (softmax * A - B), B = w * ((1 - e) onehot + e / C).
+  Tensor x = uniform({3, 4, 2}, -2, 2, 20);
+  Tensor t = labels({0, 3, -100, 1, 2, 2}, {3, 2});
+  Tensor w = uniform({4}, 0.5, 2.0, 21);
+  const double e = 0.3;
+  std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
+  std::vector<int64_t> tv = t.to_vector<int64_t>();
+  double divisor = 0;
+  for (int64_t label : tv) divisor += label == -100 ? 0 : wv[label];
+  std::vector<double> want(xv.size(), 0.0);
+  for (int64_t n = 0; n < 3; ++n) {
+    for (int64_t j = 0; j < 2; ++j) {
+      const int64_t label = tv[n * 2 + j];
+      if (label == -100) continue;
+      auto at = [&](int64_t c) { return (n * 4 + c) * 2 + j; };
+      double total = 0, a = 0;
+      for (int64_t c = 0; c < 4; ++c) total += std::exp(xv[at(c)]);
+      std::vector<double> b(4);
+      for (int64_t c = 0; c < 4; ++c) {
+        b[c] = wv[c] * ((1 - e) * (c == label) + e / 4);
+        a += b[c];
+      }
+      for (int64_t c = 0; c < 4; ++c) {
+        want[at(c)] = 0.7 * (std::exp(xv[at(c)]) / total * a - b[c]) / divisor;
+      }
+    }
+  }
+  Attrs attrs{{"ignore_index", int64_t{-100}},
+              {"reduction", std::string("mean")},
+              {"label_smoothing", e},
+              {"has_weight", true}};
+  const OpDef& op = find_op("cross_entropy_backward");
+  for (DType dtype : {DType::f64, DType::f32}) {
+    Tensor got = call1(op, {make({0.7}, {}, dtype), x.to(dtype), t, w.to(dtype)}, attrs);
+    EXPECT_TRUE(all_close(got, want, dtype == DType::f64 ? 1e-12 : 2e-6, 1e-7));
+  }
+  // The op's own gradient, with respect to the upstream gradient and logits.
+  Tensor g = make({0.7}, {}).set_requires_grad();
+  Tensor xr = x.detach().set_requires_grad();
+  auto f = [&](const std::vector<Tensor>& in) { return call1(op, {in[0], in[1], t, w}, attrs); };
+  EXPECT_TRUE(gradcheck(f, {g, xr}));
+  EXPECT_TRUE(gradgradcheck(f, {g, xr}));
+  Attrs none = attrs;
+  none.set("reduction", std::string("none"));
+  Tensor per_sample = uniform({3, 2}, 0.5, 1.5, 22).set_requires_grad();
+  auto f_none = [&](const std::vector<Tensor>& in) { return call1(op, {in[0], in[1], t, w}, none); };
+  EXPECT_TRUE(gradcheck(f_none, {per_sample, xr}));
+}
+
 TEST(CrossEntropy, GradientIsSoftmaxMinusOneHot) {
   Tensor x = make({0.5, -0.5, 1.5, 0.0}, {2, 2}).set_requires_grad();
   cross_entropy(x, labels({1, 0}), {}, -100, "sum").backward();
@@ -309,6 +359,28 @@ TESSERA_SBP_CASE("cross_entropy",
                    return std::vector<Tensor>{uniform({5, 3}, -2, 2, 35), labels({0, 1, 2, 2, 1})};
                  },
                  ce_attrs("mean", false, 0.0));
+
+TESSERA_SBP_CASE("cross_entropy_backward",
+                 [] {
+                   return std::vector<Tensor>{uniform({7}, 0.5, 1.5, 36), uniform({7, 5}, -2, 2, 37),
+                                              labels({0, 4, -100, 2, 3, 1, 1}),
+                                              uniform({5}, 0.5, 2, 38)};
+                 },
+                 ce_attrs("none", true, 0.1));
+TESSERA_SBP_CASE("cross_entropy_backward",
+                 [] {
+                   return std::vector<Tensor>{make({0.8}, {}), uniform({4, 3, 5}, -2, 2, 39),
+                                              labels({0, 1, 2, 2, 1, 0, -100, 1, 2, 0, 0, 1,
+                                                      2, 2, 1, 0, 1, 2, 0, 1},
+                                                     {4, 5})};
+                 },
+                 ce_attrs("sum", false, 0.2));
+TESSERA_SBP_CASE("cross_entropy_backward",
+                 [] {
+                   return std::vector<Tensor>{make({1.3}, {}), uniform({6, 4}, -2, 2, 40),
+                                              labels({0, 1, 3, -100, 2, 2}), uniform({4}, 0.5, 2, 41)};
+                 },
+                 ce_attrs("mean", true, 0.1));
 
 }  // namespace
 }  // namespace tessera::testing

@@ -123,6 +123,89 @@ TEST(LayerNorm, GradientsOfStatisticsOutputs) {
   EXPECT_TRUE(gradgradcheck(stats, {x}));
 }
 
+Attrs backward_attrs(const Shape& normalized, bool has_weight) {
+  return {{"normalized_shape", normalized}, {"has_weight", has_weight}};
+}
+
+TEST(LayerNormBackward, AgainstLoops) {
+  const int64_t rows = 3, n = 37;  // 37: vector body plus tail
+  Tensor g = uniform({rows, n}, -1, 1, 30);
+  Tensor x = uniform({rows, n}, -2, 2, 31);
+  Tensor w = uniform({n}, 0.5, 1.5, 32);
+  std::vector<double> gv = g.to_vector<double>(), xv = x.to_vector<double>();
+  std::vector<double> wv = w.to_vector<double>();
+  std::vector<double> means, rstds, dx(rows * n), gamma(n, 0.0), beta(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) m += xv[r * n + i] / n;
+    for (int64_t i = 0; i < n; ++i) var += (xv[r * n + i] - m) * (xv[r * n + i] - m) / n;
+    const double rs = 1 / std::sqrt(var + 1e-5);
+    means.push_back(m);
+    rstds.push_back(rs);
+    double a_mean = 0, ax_mean = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = gv[r * n + i] * wv[i], xhat = (xv[r * n + i] - m) * rs;
+      a_mean += a / n;
+      ax_mean += a * xhat / n;
+      gamma[i] += gv[r * n + i] * xhat;
+      beta[i] += gv[r * n + i];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = gv[r * n + i] * wv[i], xhat = (xv[r * n + i] - m) * rs;
+      dx[r * n + i] = rs * (a - a_mean - xhat * ax_mean);
+    }
+  }
+  Tensor mean_t = make(means, {rows, 1}), rstd_t = make(rstds, {rows, 1});
+  for (DType dtype : {DType::f64, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
+    std::vector<Tensor> out = call(find_op("layer_norm_backward"),
+                                   {g.to(dtype), x.to(dtype), mean_t.to(dtype), rstd_t.to(dtype),
+                                    w.to(dtype)},
+                                   backward_attrs({n}, true));
+    EXPECT_TRUE(all_close(out[0], dx, tol, tol));
+    EXPECT_TRUE(all_close(out[1], gamma, tol, tol));
+    EXPECT_TRUE(all_close(out[2], beta, tol, tol));
+  }
+  // The layer_norm gradients are these outputs.
+  Tensor xr = x.detach().set_requires_grad(), wr = w.detach().set_requires_grad();
+  Tensor b = zeros({n}, DType::f64).set_requires_grad();
+  layer_norm(xr, {n}, wr, b).backward(g);
+  EXPECT_TRUE(all_close(xr.grad(), dx, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(wr.grad(), gamma, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(b.grad(), beta, 1e-12, 1e-12));
+}
+
+TEST(LayerNormBackward, ManyRowsSplitIntoTasks) {
+  // Enough rows for several tasks: the per-task dgamma partials must add up.
+  Tensor x = uniform({300, 64}, -2, 2, 33).set_requires_grad();
+  Tensor w = uniform({64}, 0.5, 1.5, 34).set_requires_grad();
+  Tensor g = uniform({300, 64}, -1, 1, 35);
+  layer_norm(x, {64}, w).backward(g);
+  Tensor xhat = layer_norm(x.detach(), {64});
+  EXPECT_TRUE(all_close(w.grad(), sum(mul(g, xhat), {0}), 1e-10, 1e-10));
+}
+
+TEST(LayerNormBackward, GradientsAsAnOpOfFiveInputs) {
+  // mean and rstd are independent inputs of the backward op.
+  Tensor g = uniform({3, 4}, -1, 1, 36).set_requires_grad();
+  Tensor x = uniform({3, 4}, -2, 2, 37).set_requires_grad();
+  Tensor mu = uniform({3, 1}, -0.5, 0.5, 38).set_requires_grad();
+  Tensor rstd = uniform({3, 1}, 0.5, 1.5, 39).set_requires_grad();
+  Tensor w = uniform({4}, 0.5, 1.5, 40).set_requires_grad();
+  auto with_weight = [](const std::vector<Tensor>& in) {
+    std::vector<Tensor> out = call(find_op("layer_norm_backward"), in, backward_attrs({4}, true));
+    return add(add(out[0], mul(out[1], 2.0)), mul(out[2], -3.0));
+  };
+  EXPECT_TRUE(gradcheck(with_weight, {g, x, mu, rstd, w}));
+  EXPECT_TRUE(gradgradcheck(with_weight, {g, x, mu, rstd, w}));
+  auto without_weight = [](const std::vector<Tensor>& in) {
+    std::vector<Tensor> out = call(find_op("layer_norm_backward"), in, backward_attrs({4}, false));
+    return add(out[0], mul(out[1], 0.5));
+  };
+  EXPECT_TRUE(gradcheck(without_weight, {g, x, mu, rstd}));
+}
+
 TEST(LayerNorm, Errors) {
   Tensor x = zeros({2, 3, 4});
   try {
@@ -192,6 +275,22 @@ TESSERA_SBP_CASE("layer_norm",
                        {"eps", 1e-5},
                        {"has_weight", false},
                        {"has_bias", true}});
+
+TESSERA_SBP_CASE("layer_norm_backward",
+                 [] {
+                   return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 24), sbp_x(),
+                                              uniform({5, 3, 1}, -0.5, 0.5, 25),
+                                              uniform({5, 3, 1}, 0.5, 1.5, 26),
+                                              uniform({4}, 0.5, 1.5, 27)};
+                 },
+                 Attrs{{"normalized_shape", Shape{4}}, {"has_weight", true}});
+TESSERA_SBP_CASE("layer_norm_backward",
+                 [] {
+                   return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 28), sbp_x(),
+                                              uniform({5, 1, 1}, -0.5, 0.5, 29),
+                                              uniform({5, 1, 1}, 0.5, 1.5, 30)};
+                 },
+                 Attrs{{"normalized_shape", Shape{3, 4}}, {"has_weight", false}});
 
 }  // namespace
 }  // namespace tessera::testing
