@@ -33,18 +33,19 @@ Tensor one_hot_mask(const Tensor& target, int64_t ndim, int64_t classes) {
   return eq(target.unsqueeze(1), ids);
 }
 
-// The smoothed, weighted target distribution B = w * ((1 - e) onehot + e / C)
-// of shape [N, C, d1...], and the per-sample factor valid / divisor
-// (divisor: the summed counted weight for "mean", else 1) of shape [N, d1...].
+// For cross_entropy_backward's inputs (grad, logits, target, [weight]): the
+// smoothed, weighted target distribution B = w * ((1 - e) onehot + e / C) of
+// shape [N, C, d1...], and the per-sample factor valid / divisor (divisor:
+// the summed counted weight for "mean", else 1) of shape [N, d1...].
 struct TargetTerms {
   Tensor dist;
   Tensor factor;
 };
 
-TargetTerms target_terms(const GradContext& c, int first) {
+TargetTerms target_terms(const GradContext& c) {
   const Attrs& attrs = c.attrs();
-  const Tensor& logits = c.input(first);
-  const Tensor& target = c.input(first + 1);
+  const Tensor& logits = c.input(1);
+  const Tensor& target = c.input(2);
   const DType dtype = logits.dtype();
   const int64_t ndim = logits.dim(), classes = logits.shape()[1];
   const double smoothing = attrs.f("label_smoothing");
@@ -53,7 +54,7 @@ TargetTerms target_terms(const GradContext& c, int first) {
   TargetTerms terms{add(mul(cast(hot, dtype), 1.0 - smoothing), smoothing / classes), valid};
   Tensor class_weight;
   if (attrs.b("has_weight")) {
-    class_weight = c.input(first + 2).reshape(class_shape(ndim, classes));
+    class_weight = c.input(3).reshape(class_shape(ndim, classes));
     terms.dist = mul(terms.dist, class_weight);
   }
   if (attrs.get<std::string>("reduction") == "mean") {
@@ -76,7 +77,7 @@ std::vector<Tensor> cross_entropy_backward_grad(const GradContext& c) {
   const Tensor& g = c.input(0);
   const Tensor& logits = c.input(1);
   const Tensor& h = c.grad_output(0);
-  TargetTerms terms = target_terms(c, 1);
+  TargetTerms terms = target_terms(c);
   Tensor total = sum(terms.dist, {1}, true);
   Tensor probs = softmax(logits, 1);
   Tensor factor = terms.factor.unsqueeze(1);
@@ -138,8 +139,8 @@ const OpDef& cross_entropy_op = register_op([] {
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     const TensorMeta& logits = in[0];
     TESSERA_CHECK(is_floating(logits.dtype) && logits.shape.size() >= 2, "[cross_entropy] ",
-                  "logits must be floating with shape [N, C, ...], got ",
-                  shape_str(logits.shape), " (", dtype_name(logits.dtype), ")");
+                  "logits must be floating with shape [N, C, ...], got ", shape_str(logits.shape),
+                  " (", dtype_name(logits.dtype), ")");
     TESSERA_CHECK(in[1].dtype == DType::i64, "[cross_entropy] target must be i64, got ",
                   dtype_name(in[1].dtype));
     Shape out;

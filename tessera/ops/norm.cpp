@@ -177,10 +177,14 @@ const OpDef& layer_norm_op = register_op([] {
 
 double machine_epsilon(DType dtype) {
   switch (dtype) {
-    case DType::f64: return std::numeric_limits<double>::epsilon();
-    case DType::f16: return 0.0009765625;
-    case DType::bf16: return 0.0078125;
-    default: return std::numeric_limits<float>::epsilon();
+    case DType::f64:
+      return std::numeric_limits<double>::epsilon();
+    case DType::f16:
+      return 0.0009765625;
+    case DType::bf16:
+      return 0.0078125;
+    default:
+      return std::numeric_limits<float>::epsilon();
   }
 }
 

@@ -64,8 +64,12 @@ Tensor apply(const OpDef& op, const Tensor& x, int64_t dim) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return apply(softmax_op, x, dim); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return apply(softmax_op, x, dim);
+}
 
-Tensor log_softmax(const Tensor& x, int64_t dim) { return apply(log_softmax_op, x, dim); }
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return apply(log_softmax_op, x, dim);
+}
 
 }  // namespace tessera

@@ -25,8 +25,8 @@ Expected reference(const Tensor& logits, const Tensor& target, const Tensor& wei
   const int64_t inner = logits.numel() / (n * classes);
   std::vector<double> x = logits.to_vector<double>();
   std::vector<int64_t> t = target.to_vector<int64_t>();
-  std::vector<double> w = weight.defined() ? weight.to_vector<double>()
-                                           : std::vector<double>(classes, 1.0);
+  std::vector<double> w =
+      weight.defined() ? weight.to_vector<double>() : std::vector<double>(classes, 1.0);
   Expected out;
   double divisor = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -72,19 +72,20 @@ TEST(CrossEntropy, HandValuesFromPyTorch) {
   EXPECT_TRUE(all_close(cross_entropy(x, t, {}, -100, "none"),
                         {0.495181898086, 2.500911474888, 0.0}, 1e-11, 1e-12));
   // ignore_index inside the class range.
-  EXPECT_TRUE(all_close(cross_entropy(x, labels({1, 1, 2}), w, 1, "mean", 0.1),
-                        {1.539826916832}, 1e-11, 0));
+  EXPECT_TRUE(all_close(cross_entropy(x, labels({1, 1, 2}), w, 1, "mean", 0.1), {1.539826916832},
+                        1e-11, 0));
   // Spatial [N, C, d] logits.
   Tensor x3 = sin(arange(0, 24, 1, DType::f64)).reshape({2, 4, 3});
   Tensor t3 = labels({0, 3, -100, 2, 1, 1}, {2, 3});
-  EXPECT_TRUE(all_close(cross_entropy(x3, t3, w, -100, "none", 0.3),
-                        {1.030515457732, 3.041146605705, 0.0, 2.199470064834, 3.060125211934,
-                         4.658910337175},
-                        1e-11, 1e-12));
+  EXPECT_TRUE(all_close(
+      cross_entropy(x3, t3, w, -100, "none", 0.3),
+      {1.030515457732, 3.041146605705, 0.0, 2.199470064834, 3.060125211934, 4.658910337175}, 1e-11,
+      1e-12));
   EXPECT_TRUE(all_close(cross_entropy(x3, t3, w, -100, "mean", 0.3), {1.998595382483}, 1e-11, 0));
   // Unbatched [C] logits with a 0-d target.
   Tensor row = make({1.0, 2.0, 0.5, -1.0});
-  EXPECT_TRUE(all_close(cross_entropy(row, Tensor::from_vector<int64_t>({2}, {})), {1.995181898086}, 1e-11, 0));
+  EXPECT_TRUE(all_close(cross_entropy(row, Tensor::from_vector<int64_t>({2}, {})), {1.995181898086},
+                        1e-11, 0));
   EXPECT_EQ(cross_entropy(row, Tensor::from_vector<int64_t>({2}, {}), {}, -100, "none").dim(), 0);
 }
 
@@ -103,10 +104,10 @@ TEST(CrossEntropy, EveryOptionCombinationAgainstLoops) {
         Tensor w = weighted ? weight : Tensor();
         for (auto [x, t] : {std::pair{logits, target}, std::pair{spatial, spatial_target}}) {
           Expected want = reference(x, t, w, ignore, smoothing);
-          EXPECT_TRUE(all_close(cross_entropy(x, t, w, ignore, "none", smoothing),
-                                want.per_sample, 1e-12, 1e-12));
-          EXPECT_TRUE(all_close(cross_entropy(x, t, w, ignore, "sum", smoothing), {want.sum},
+          EXPECT_TRUE(all_close(cross_entropy(x, t, w, ignore, "none", smoothing), want.per_sample,
                                 1e-12, 1e-12));
+          EXPECT_TRUE(all_close(cross_entropy(x, t, w, ignore, "sum", smoothing), {want.sum}, 1e-12,
+                                1e-12));
           EXPECT_TRUE(all_close(cross_entropy(x, t, w, ignore, "mean", smoothing), {want.mean},
                                 1e-12, 1e-12));
           Tensor w32 = weighted ? weight.to(DType::f32) : Tensor();
@@ -124,8 +125,8 @@ TEST(CrossEntropy, LongRowsStridedLogitsAndExtremes) {
   Tensor x = uniform({4, 1500}, -10, 10, 4);
   Tensor t = labels({0, 1499, 700, 3});
   Expected want = reference(x, t, {}, -100, 0.1);
-  EXPECT_TRUE(all_close(cross_entropy(x.to(DType::f32), t, {}, -100, "none", 0.1),
-                        want.per_sample, 2e-6, 2e-6));
+  EXPECT_TRUE(all_close(cross_entropy(x.to(DType::f32), t, {}, -100, "none", 0.1), want.per_sample,
+                        2e-6, 2e-6));
   // Transposed logits: [5, 3] viewed from a [3, 5] buffer.
   Tensor base = uniform({5, 3}, -2, 2, 5);
   Tensor transposed = base.t();
@@ -160,8 +161,8 @@ TEST(CrossEntropy, Gradients) {
   for (const char* reduction : {"mean", "sum", "none"}) {
     for (double smoothing : {0.0, 0.3}) {
       for (bool weighted : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << reduction << " smoothing " << smoothing
-                                          << " weighted " << weighted);
+        SCOPED_TRACE(::testing::Message()
+                     << reduction << " smoothing " << smoothing << " weighted " << weighted);
         Tensor wt = weighted ? w : Tensor();
         auto f = [=](const std::vector<Tensor>& in) {
           return cross_entropy(in[0], t, wt, -100, reduction, smoothing);
@@ -224,7 +225,9 @@ TEST(CrossEntropyBackward, AgainstLoopsAndAsAnOp) {
   Attrs none = attrs;
   none.set("reduction", std::string("none"));
   Tensor per_sample = uniform({3, 2}, 0.5, 1.5, 22).set_requires_grad();
-  auto f_none = [&](const std::vector<Tensor>& in) { return call1(op, {in[0], in[1], t, w}, none); };
+  auto f_none = [&](const std::vector<Tensor>& in) {
+    return call1(op, {in[0], in[1], t, w}, none);
+  };
   EXPECT_TRUE(gradcheck(f_none, {per_sample, xr}));
 }
 
@@ -276,7 +279,7 @@ TEST(NllLoss, MatchesCrossEntropyOfLogSoftmax) {
     Expected want = reference(x, t, w, -100, 0);
     Tensor got = nll_loss(log_softmax(x, 1), t, w, -100, reduction);
     std::string r = reduction;
-    std::vector<double> expected = r == "none" ? want.per_sample
+    std::vector<double> expected = r == "none"  ? want.per_sample
                                    : r == "sum" ? std::vector<double>{want.sum}
                                                 : std::vector<double>{want.mean};
     EXPECT_TRUE(all_close(got, expected, 1e-12, 1e-12));
@@ -319,8 +322,10 @@ TEST(MseLoss, ValuesGradientsAndErrors) {
   EXPECT_TRUE(all_close(mse_loss(a, b, "none"), {0.25, 0, 4}));
   Tensor x = uniform({2, 3}, -1, 1, 15).set_requires_grad();
   Tensor y = uniform({3}, -1, 1, 16).set_requires_grad();
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mse_loss(in[0], in[1]); }, {x, y}));
-  EXPECT_TRUE(gradgradcheck([](const std::vector<Tensor>& in) { return mse_loss(in[0], in[1]); }, {x, y}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return mse_loss(in[0], in[1]); }, {x, y}));
+  EXPECT_TRUE(
+      gradgradcheck([](const std::vector<Tensor>& in) { return mse_loss(in[0], in[1]); }, {x, y}));
   EXPECT_THROW(mse_loss(a, b, "max"), Error);
   EXPECT_THROW(mse_loss(a, zeros({2})), Error);
 }
@@ -332,55 +337,57 @@ Attrs ce_attrs(const char* reduction, bool weighted, double smoothing) {
           {"has_weight", weighted}};
 }
 
-TESSERA_SBP_CASE("cross_entropy",
-                 [] {
-                   return std::vector<Tensor>{uniform({7, 5}, -2, 2, 30),
-                                              labels({0, 4, -100, 2, 3, 1, 1}),
-                                              uniform({5}, 0.5, 2, 31)};
-                 },
-                 ce_attrs("none", true, 0.1));
-TESSERA_SBP_CASE("cross_entropy",
-                 [] {
-                   return std::vector<Tensor>{uniform({7, 5}, -2, 2, 32),
-                                              labels({0, 4, -100, 2, 3, 1, 1})};
-                 },
-                 ce_attrs("sum", false, 0.2));
-TESSERA_SBP_CASE("cross_entropy",
-                 [] {
-                   return std::vector<Tensor>{uniform({4, 3, 5}, -2, 2, 33),
-                                              labels({0, 1, 2, 2, 1, 0, -100, 1, 2, 0, 0, 1,
-                                                      2, 2, 1, 0, 1, 2, 0, 1},
-                                                     {4, 5}),
-                                              uniform({3}, 0.5, 2, 34)};
-                 },
-                 ce_attrs("sum", true, 0.0));
-TESSERA_SBP_CASE("cross_entropy",
-                 [] {
-                   return std::vector<Tensor>{uniform({5, 3}, -2, 2, 35), labels({0, 1, 2, 2, 1})};
-                 },
-                 ce_attrs("mean", false, 0.0));
+TESSERA_SBP_CASE(
+    "cross_entropy",
+    [] {
+      return std::vector<Tensor>{uniform({7, 5}, -2, 2, 30), labels({0, 4, -100, 2, 3, 1, 1}),
+                                 uniform({5}, 0.5, 2, 31)};
+    },
+    ce_attrs("none", true, 0.1));
+TESSERA_SBP_CASE(
+    "cross_entropy",
+    [] {
+      return std::vector<Tensor>{uniform({7, 5}, -2, 2, 32), labels({0, 4, -100, 2, 3, 1, 1})};
+    },
+    ce_attrs("sum", false, 0.2));
+TESSERA_SBP_CASE(
+    "cross_entropy",
+    [] {
+      return std::vector<Tensor>{
+          uniform({4, 3, 5}, -2, 2, 33),
+          labels({0, 1, 2, 2, 1, 0, -100, 1, 2, 0, 0, 1, 2, 2, 1, 0, 1, 2, 0, 1}, {4, 5}),
+          uniform({3}, 0.5, 2, 34)};
+    },
+    ce_attrs("sum", true, 0.0));
+TESSERA_SBP_CASE(
+    "cross_entropy",
+    [] {
+      return std::vector<Tensor>{uniform({5, 3}, -2, 2, 35), labels({0, 1, 2, 2, 1})};
+    },
+    ce_attrs("mean", false, 0.0));
 
-TESSERA_SBP_CASE("cross_entropy_backward",
-                 [] {
-                   return std::vector<Tensor>{uniform({7}, 0.5, 1.5, 36), uniform({7, 5}, -2, 2, 37),
-                                              labels({0, 4, -100, 2, 3, 1, 1}),
-                                              uniform({5}, 0.5, 2, 38)};
-                 },
-                 ce_attrs("none", true, 0.1));
-TESSERA_SBP_CASE("cross_entropy_backward",
-                 [] {
-                   return std::vector<Tensor>{make({0.8}, {}), uniform({4, 3, 5}, -2, 2, 39),
-                                              labels({0, 1, 2, 2, 1, 0, -100, 1, 2, 0, 0, 1,
-                                                      2, 2, 1, 0, 1, 2, 0, 1},
-                                                     {4, 5})};
-                 },
-                 ce_attrs("sum", false, 0.2));
-TESSERA_SBP_CASE("cross_entropy_backward",
-                 [] {
-                   return std::vector<Tensor>{make({1.3}, {}), uniform({6, 4}, -2, 2, 40),
-                                              labels({0, 1, 3, -100, 2, 2}), uniform({4}, 0.5, 2, 41)};
-                 },
-                 ce_attrs("mean", true, 0.1));
+TESSERA_SBP_CASE(
+    "cross_entropy_backward",
+    [] {
+      return std::vector<Tensor>{uniform({7}, 0.5, 1.5, 36), uniform({7, 5}, -2, 2, 37),
+                                 labels({0, 4, -100, 2, 3, 1, 1}), uniform({5}, 0.5, 2, 38)};
+    },
+    ce_attrs("none", true, 0.1));
+TESSERA_SBP_CASE(
+    "cross_entropy_backward",
+    [] {
+      return std::vector<Tensor>{
+          make({0.8}, {}), uniform({4, 3, 5}, -2, 2, 39),
+          labels({0, 1, 2, 2, 1, 0, -100, 1, 2, 0, 0, 1, 2, 2, 1, 0, 1, 2, 0, 1}, {4, 5})};
+    },
+    ce_attrs("sum", false, 0.2));
+TESSERA_SBP_CASE(
+    "cross_entropy_backward",
+    [] {
+      return std::vector<Tensor>{make({1.3}, {}), uniform({6, 4}, -2, 2, 40),
+                                 labels({0, 1, 3, -100, 2, 2}), uniform({4}, 0.5, 2, 41)};
+    },
+    ce_attrs("mean", true, 0.1));
 
 }  // namespace
 }  // namespace tessera::testing

@@ -9,7 +9,8 @@ namespace {
 std::vector<double> reference(const Tensor& x, int64_t n, const Tensor& weight, const Tensor& bias,
                               double eps) {
   std::vector<double> v = x.to_vector<double>();
-  std::vector<double> w = weight.defined() ? weight.to_vector<double>() : std::vector<double>(n, 1.0);
+  std::vector<double> w =
+      weight.defined() ? weight.to_vector<double>() : std::vector<double>(n, 1.0);
   std::vector<double> b = bias.defined() ? bias.to_vector<double>() : std::vector<double>(n, 0.0);
   std::vector<double> out(v.size());
   for (size_t row = 0; row * n < v.size(); ++row) {
@@ -33,8 +34,8 @@ TEST(LayerNorm, AgainstLoopsWithAndWithoutAffine) {
   EXPECT_TRUE(all_close(layer_norm(x, {6}, w), reference(x, 6, w, {}, 1e-5), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(layer_norm(x, {6}, {}, b), reference(x, 6, {}, b, 1e-5), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(layer_norm(x, {6}), reference(x, 6, {}, {}, 1e-5), 1e-12, 1e-12));
-  EXPECT_TRUE(all_close(layer_norm(x, {6}, {}, {}, 0.5), reference(x, 6, {}, {}, 0.5), 1e-12,
-                        1e-12));
+  EXPECT_TRUE(
+      all_close(layer_norm(x, {6}, {}, {}, 0.5), reference(x, 6, {}, {}, 0.5), 1e-12, 1e-12));
   Tensor x32 = x.to(DType::f32);
   Tensor y32 = layer_norm(x32, {6}, w.to(DType::f32), b.to(DType::f32));
   EXPECT_EQ(y32.dtype(), DType::f32);
@@ -48,8 +49,8 @@ TEST(LayerNorm, SeveralNormalizedDimsAndStridedInput) {
   EXPECT_TRUE(all_close(layer_norm(x, {3, 4}, w, b), reference(x, 12, w, b, 1e-5), 1e-12, 1e-12));
   Tensor transposed = uniform({4, 5}, -2, 2, 7).t();  // [5, 4], strided
   EXPECT_FALSE(transposed.is_contiguous());
-  EXPECT_TRUE(all_close(layer_norm(transposed, {4}), reference(transposed.contiguous(), 4, {}, {}, 1e-5),
-                        1e-12, 1e-12));
+  EXPECT_TRUE(all_close(layer_norm(transposed, {4}),
+                        reference(transposed.contiguous(), 4, {}, {}, 1e-5), 1e-12, 1e-12));
   Tensor strided_w = uniform({8}, 0.5, 1.5, 8).slice(0, 0, 8, 2);  // [4], stride 2
   EXPECT_TRUE(all_close(layer_norm(transposed, {4}, strided_w),
                         reference(transposed.contiguous(), 4, strided_w, {}, 1e-5), 1e-12, 1e-12));
@@ -66,11 +67,9 @@ TEST(LayerNorm, F32AccuracyOnLongOffsetRows) {
 
 TEST(LayerNorm, StatisticsOutputs) {
   Tensor x = uniform({3, 5}, -2, 2, 9);
-  std::vector<Tensor> out = call(find_op("layer_norm"), {x},
-                                 {{"normalized_shape", Shape{5}},
-                                  {"eps", 1e-5},
-                                  {"has_weight", false},
-                                  {"has_bias", false}});
+  std::vector<Tensor> out = call(
+      find_op("layer_norm"), {x},
+      {{"normalized_shape", Shape{5}}, {"eps", 1e-5}, {"has_weight", false}, {"has_bias", false}});
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[1].shape(), (Shape{3, 1}));
   std::vector<double> v = x.to_vector<double>(), means, rstds;
@@ -159,10 +158,10 @@ TEST(LayerNormBackward, AgainstLoops) {
   for (DType dtype : {DType::f64, DType::f32}) {
     SCOPED_TRACE(dtype_name(dtype));
     const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
-    std::vector<Tensor> out = call(find_op("layer_norm_backward"),
-                                   {g.to(dtype), x.to(dtype), mean_t.to(dtype), rstd_t.to(dtype),
-                                    w.to(dtype)},
-                                   backward_attrs({n}, true));
+    std::vector<Tensor> out =
+        call(find_op("layer_norm_backward"),
+             {g.to(dtype), x.to(dtype), mean_t.to(dtype), rstd_t.to(dtype), w.to(dtype)},
+             backward_attrs({n}, true));
     EXPECT_TRUE(all_close(out[0], dx, tol, tol));
     EXPECT_TRUE(all_close(out[1], gamma, tol, tol));
     EXPECT_TRUE(all_close(out[2], beta, tol, tol));
@@ -253,44 +252,46 @@ TEST(RmsNorm, AgainstLoopsAndGradients) {
   EXPECT_TRUE(gradgradcheck(f, {x, w}));
 }
 
-Tensor sbp_x() { return uniform({5, 3, 4}, -2, 2, 20); }
+Tensor sbp_x() {
+  return uniform({5, 3, 4}, -2, 2, 20);
+}
 
-TESSERA_SBP_CASE("layer_norm",
-                 [] {
-                   return std::vector<Tensor>{sbp_x(), uniform({4}, 0.5, 1.5, 21),
-                                              uniform({4}, -1, 1, 22)};
-                 },
-                 Attrs{{"normalized_shape", Shape{4}},
-                       {"eps", 1e-5},
-                       {"has_weight", true},
-                       {"has_bias", true}});
-TESSERA_SBP_CASE("layer_norm", [] { return std::vector<Tensor>{sbp_x()}; },
-                 Attrs{{"normalized_shape", Shape{3, 4}},
-                       {"eps", 1e-5},
-                       {"has_weight", false},
-                       {"has_bias", false}});
-TESSERA_SBP_CASE("layer_norm",
-                 [] { return std::vector<Tensor>{sbp_x(), uniform({4}, -1, 1, 23)}; },
-                 Attrs{{"normalized_shape", Shape{4}},
-                       {"eps", 1e-5},
-                       {"has_weight", false},
-                       {"has_bias", true}});
+TESSERA_SBP_CASE(
+    "layer_norm",
+    [] {
+      return std::vector<Tensor>{sbp_x(), uniform({4}, 0.5, 1.5, 21), uniform({4}, -1, 1, 22)};
+    },
+    Attrs{{"normalized_shape", Shape{4}}, {"eps", 1e-5}, {"has_weight", true}, {"has_bias", true}});
+TESSERA_SBP_CASE(
+    "layer_norm", [] { return std::vector<Tensor>{sbp_x()}; },
+    Attrs{{"normalized_shape", Shape{3, 4}},
+          {"eps", 1e-5},
+          {"has_weight", false},
+          {"has_bias", false}});
+TESSERA_SBP_CASE(
+    "layer_norm",
+    [] {
+      return std::vector<Tensor>{sbp_x(), uniform({4}, -1, 1, 23)};
+    },
+    Attrs{
+        {"normalized_shape", Shape{4}}, {"eps", 1e-5}, {"has_weight", false}, {"has_bias", true}});
 
-TESSERA_SBP_CASE("layer_norm_backward",
-                 [] {
-                   return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 24), sbp_x(),
-                                              uniform({5, 3, 1}, -0.5, 0.5, 25),
-                                              uniform({5, 3, 1}, 0.5, 1.5, 26),
-                                              uniform({4}, 0.5, 1.5, 27)};
-                 },
-                 Attrs{{"normalized_shape", Shape{4}}, {"has_weight", true}});
-TESSERA_SBP_CASE("layer_norm_backward",
-                 [] {
-                   return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 28), sbp_x(),
-                                              uniform({5, 1, 1}, -0.5, 0.5, 29),
-                                              uniform({5, 1, 1}, 0.5, 1.5, 30)};
-                 },
-                 Attrs{{"normalized_shape", Shape{3, 4}}, {"has_weight", false}});
+TESSERA_SBP_CASE(
+    "layer_norm_backward",
+    [] {
+      return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 24), sbp_x(),
+                                 uniform({5, 3, 1}, -0.5, 0.5, 25),
+                                 uniform({5, 3, 1}, 0.5, 1.5, 26), uniform({4}, 0.5, 1.5, 27)};
+    },
+    Attrs{{"normalized_shape", Shape{4}}, {"has_weight", true}});
+TESSERA_SBP_CASE(
+    "layer_norm_backward",
+    [] {
+      return std::vector<Tensor>{uniform({5, 3, 4}, -1, 1, 28), sbp_x(),
+                                 uniform({5, 1, 1}, -0.5, 0.5, 29),
+                                 uniform({5, 1, 1}, 0.5, 1.5, 30)};
+    },
+    Attrs{{"normalized_shape", Shape{3, 4}}, {"has_weight", false}});
 
 }  // namespace
 }  // namespace tessera::testing

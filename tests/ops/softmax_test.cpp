@@ -64,10 +64,10 @@ TEST(Softmax, StridedInputs) {
   Tensor base = uniform({6, 10}, -3, 3, 4);
   Tensor transposed = base.t();  // [10, 6], dim 1 strided
   EXPECT_FALSE(transposed.is_contiguous());
-  EXPECT_TRUE(all_close(softmax(transposed, 1), reference(transposed.contiguous(), 1, false),
-                        1e-12, 1e-14));
-  EXPECT_TRUE(all_close(log_softmax(transposed, 0),
-                        reference(transposed.contiguous(), 0, true), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(softmax(transposed, 1), reference(transposed.contiguous(), 1, false), 1e-12,
+                        1e-14));
+  EXPECT_TRUE(all_close(log_softmax(transposed, 0), reference(transposed.contiguous(), 0, true),
+                        1e-12, 1e-12));
   // Rows of unit stride but a row stride larger than the row.
   Tensor narrowed = base.slice(1, 2, 9).to(DType::f32);
   Tensor stepped = base.to(DType::f32).slice(1, 2, 9);
@@ -78,8 +78,8 @@ TEST(Softmax, StridedInputs) {
   Tensor rows = base.slice(0, 0, 6, 2);
   EXPECT_TRUE(all_close(softmax(rows, 1), reference(rows.contiguous(), 1, false), 1e-12, 1e-14));
   Tensor expanded = base.slice(0, 0, 1).expand({4, 10});
-  EXPECT_TRUE(all_close(softmax(expanded, 1), reference(expanded.contiguous(), 1, false), 1e-12,
-                        1e-14));
+  EXPECT_TRUE(
+      all_close(softmax(expanded, 1), reference(expanded.contiguous(), 1, false), 1e-12, 1e-14));
 }
 
 TEST(Softmax, SpecialValues) {
@@ -89,8 +89,9 @@ TEST(Softmax, SpecialValues) {
     // Masked (-inf) entries get exactly 0; huge logits do not overflow.
     Tensor x = make({0.0, -inf, 0.0, 1000.0, 1000.0, -inf}, {2, 3}, dtype);
     EXPECT_TRUE(all_close(softmax(x, 1), {0.5, 0.0, 0.5, 0.5, 0.5, 0.0}, 1e-6, 0));
-    EXPECT_TRUE(all_close(log_softmax(x, 1), {-std::log(2.0), -inf, -std::log(2.0),
-                                              -std::log(2.0), -std::log(2.0), -inf}, 1e-6, 0));
+    EXPECT_TRUE(all_close(
+        log_softmax(x, 1),
+        {-std::log(2.0), -inf, -std::log(2.0), -std::log(2.0), -std::log(2.0), -inf}, 1e-6, 0));
     // A NaN or an all -inf row is NaN throughout, as in PyTorch.
     Tensor bad = make({1.0, NAN, 2.0, -inf, -inf, -inf}, {2, 3}, dtype);
     EXPECT_TRUE(all_close(softmax(bad, 1), std::vector<double>(6, NAN)));
@@ -121,8 +122,8 @@ TEST(Softmax, Gradients) {
   }
   // Middle dim of a 3-d tensor, through a transposed (strided) input.
   Tensor y = uniform({3, 2, 4}, -2, 2, 8).set_requires_grad();
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return softmax(in[0].transpose(0, 2), 1); },
-                        {y}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) { return softmax(in[0].transpose(0, 2), 1); }, {y}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {y}));
 }
 
@@ -156,14 +157,30 @@ TEST(Softmax, Errors) {
   }
 }
 
-TESSERA_SBP_CASE("softmax", [] { return std::vector<Tensor>{uniform({5, 7}, -2, 2, 3)}; },
-                 Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("softmax", [] { return std::vector<Tensor>{uniform({4, 5, 3}, -2, 2, 4)}; },
-                 Attrs{{"dim", int64_t{1}}});
-TESSERA_SBP_CASE("log_softmax", [] { return std::vector<Tensor>{uniform({5, 7}, -2, 2, 5)}; },
-                 Attrs{{"dim", int64_t{0}}});
-TESSERA_SBP_CASE("log_softmax", [] { return std::vector<Tensor>{uniform({3, 4, 5}, -2, 2, 6)}; },
-                 Attrs{{"dim", int64_t{2}}});
+TESSERA_SBP_CASE(
+    "softmax",
+    [] {
+      return std::vector<Tensor>{uniform({5, 7}, -2, 2, 3)};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "softmax",
+    [] {
+      return std::vector<Tensor>{uniform({4, 5, 3}, -2, 2, 4)};
+    },
+    Attrs{{"dim", int64_t{1}}});
+TESSERA_SBP_CASE(
+    "log_softmax",
+    [] {
+      return std::vector<Tensor>{uniform({5, 7}, -2, 2, 5)};
+    },
+    Attrs{{"dim", int64_t{0}}});
+TESSERA_SBP_CASE(
+    "log_softmax",
+    [] {
+      return std::vector<Tensor>{uniform({3, 4, 5}, -2, 2, 6)};
+    },
+    Attrs{{"dim", int64_t{2}}});
 
 }  // namespace
 }  // namespace tessera::testing

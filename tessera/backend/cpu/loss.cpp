@@ -51,8 +51,8 @@ struct Problem {
     weight_total = w ? rows::sum(w, classes) : static_cast<double>(classes);
     for (int64_t s = 0; s < samples; ++s) {
       const int64_t t = labels[s];
-      TESSERA_CHECK(t == ignore_index || (t >= 0 && t < classes), "[", ctx.op.name, "] target ",
-                    t, " (at flat index ", s, ") is out of range for ", classes,
+      TESSERA_CHECK(t == ignore_index || (t >= 0 && t < classes), "[", ctx.op.name, "] target ", t,
+                    " (at flat index ", s, ") is out of range for ", classes,
                     " classes; valid targets are 0..", classes - 1, " or ignore_index (",
                     ignore_index, ")");
     }

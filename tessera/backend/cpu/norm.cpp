@@ -37,13 +37,13 @@ void layer_norm_rows(const T* x, T* y, const T* weight, const T* bias, T* means,
     for (int64_t r = lo; r < hi; ++r) {
       const T* row = x + r * n;
       const double mean = rows::sum(row, n) / static_cast<double>(n);
-      const double var = rows::squared_deviation(row, n, static_cast<T>(mean)) /
-                         static_cast<double>(n);
+      const double var =
+          rows::squared_deviation(row, n, static_cast<T>(mean)) / static_cast<double>(n);
       const double rstd = 1.0 / std::sqrt(var + eps);
       means[r] = static_cast<T>(mean);
       rstds[r] = static_cast<T>(rstd);
-      normalize_row<T, HasWeight, HasBias>(row, y + r * n, weight, bias, n,
-                                           static_cast<T>(mean), static_cast<T>(rstd));
+      normalize_row<T, HasWeight, HasBias>(row, y + r * n, weight, bias, n, static_cast<T>(mean),
+                                           static_cast<T>(rstd));
     }
   });
 }

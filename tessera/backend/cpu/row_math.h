@@ -58,14 +58,18 @@ inline float select(bool take, float replacement, float value) {
   return bits_float((float_bits(value) & ~mask) | (float_bits(replacement) & mask));
 }
 
-// exp(x) for f32 with a relative error below 1e-7, 0 below -87.3, inf above
-// 88.7 and NaN for NaN. Same polynomial as vec_math.h's fast_exp, but with
-// rint and mask selects so that loops calling it vectorise without
-// -fno-trapping-math.
-inline float exp(float x) {
-  float c = select(x < -87.3f, -87.3f, x);
-  c = select(c > 88.7f, 88.7f, c);
-  const float n = __builtin_rintf(c * 1.44269504088896341f);
+// exp(x) for x <= 0 (values minus their row maximum) or NaN: f32 with a
+// relative error below 1e-7 and exactly 0 below -87.3 (so -inf gives 0).
+// The polynomial of vec_math.h's fast_exp, restructured to vectorise under
+// GCC's default -ftrapping-math, which keeps a floating select with a
+// computed arm as a branch: selects are integer masks, rounding is the
+// 1.5 * 2^23 trick (no float-to-int conversion, so a NaN input just yields
+// NaN), and without the overflow handling positive arguments would need.
+inline float exp_nonpositive(float x) {
+  constexpr float kRound = 12582912.0f;
+  const float c = select(x < -87.3f, -87.3f, x);
+  const float rounded = c * 1.44269504088896341f + kRound;
+  const float n = rounded - kRound;
   float r = c - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -75,11 +79,12 @@ inline float exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  float result = p * bits_float((static_cast<int32_t>(n) + 127) << 23);
-  result = select(x < -87.3f, 0.0f, result);
-  return select(x > 88.7f, __builtin_inff(), result);
+  const float scale = bits_float((float_bits(rounded) - float_bits(kRound) + 127) << 23);
+  return select(x < -87.3f, 0.0f, p * scale);
 }
-inline double exp(double x) { return std::exp(x); }
+inline double exp_nonpositive(double x) {
+  return std::exp(x);
+}
 
 template <typename T>
 T horizontal_max(Pack<T> v) {
@@ -180,9 +185,10 @@ double squared_deviation(const T* __restrict x, int64_t n, T center) {
   return total;
 }
 
-// sum(exp(x - shift)) over x[0..n). With Store the exponentials are written
-// to y; otherwise y is ignored. Exponentiating and summing are separate
-// loops over an L1-resident block so that both vectorise.
+// sum(exp(x - shift)) over x[0..n), where shift >= every x (the row
+// maximum). With Store the exponentials are written to y; otherwise y is
+// ignored. Exponentiating and summing are separate loops over an
+// L1-resident block so that both vectorise.
 template <typename T, bool Store>
 double exp_sum(const T* __restrict x, T* __restrict y, int64_t n, T shift) {
   double total = 0;
@@ -192,7 +198,7 @@ double exp_sum(const T* __restrict x, T* __restrict y, int64_t n, T shift) {
     T* __restrict out = scratch;
     if constexpr (Store) out = y + block;
     const T* __restrict in = x + block;
-    for (int64_t i = 0; i < count; ++i) out[i] = rows::exp(in[i] - shift);
+    for (int64_t i = 0; i < count; ++i) out[i] = exp_nonpositive(in[i] - shift);
     total += lane_sum(out, count);
   }
   return total;

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <limits>
 
-#include "tessera/backend/cpu/loops.h"
 #include "tessera/backend/cpu/row_math.h"
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/thread_pool.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/view.h"
 
@@ -56,7 +56,7 @@ void softmax_columns(const T* __restrict x, T* __restrict y, int64_t size, int64
     const T* row = x + r * inner;
     T* out = y + r * inner;
     for (int64_t j = 0; j < width; ++j) {
-      const T e = rows::exp(row[j] - shift[j]);
+      const T e = rows::exp_nonpositive(row[j] - shift[j]);
       if constexpr (!Log) out[j] = e;
       total[j] += e;
     }
@@ -111,12 +111,15 @@ void softmax_impl(const Tensor& input, Tensor& out, int64_t dim) {
   if (inner == 1) {
     const int64_t grain = std::max<int64_t>(1, kSoftmaxGrain / size);
     parallel_for(0, outer, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o) softmax_row<T, Log>(px + o * row_stride, po + o * size, size);
+      for (int64_t o = lo; o < hi; ++o) {
+        softmax_row<T, Log>(px + o * row_stride, po + o * size, size);
+      }
     });
     return;
   }
   const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  const int64_t grain = std::max<int64_t>(1, kSoftmaxGrain / (size * std::min(inner, kColumnBlock)));
+  const int64_t grain =
+      std::max<int64_t>(1, kSoftmaxGrain / (size * std::min(inner, kColumnBlock)));
   parallel_for(0, outer * blocks, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t o = task / blocks;
