@@ -174,9 +174,16 @@ TEST(CrossEntropy, Gradients) {
   }
   Tensor x3 = uniform({2, 3, 2}, -2, 2, 9).set_requires_grad();
   Tensor t3 = labels({0, 2, -100, 1}, {2, 2});
+  auto spatial = [=](const std::vector<Tensor>& in) {
+    return cross_entropy(in[0], t3, w, -100, "none", 0.2);
+  };
+  EXPECT_TRUE(gradcheck(spatial, {x3}));
+  EXPECT_TRUE(gradgradcheck(spatial, {x3}));
+  // Through a transposed (strided) view of the logits.
+  Tensor base = uniform({3, 4}, -2, 2, 10).set_requires_grad();
   EXPECT_TRUE(gradcheck(
-      [=](const std::vector<Tensor>& in) { return cross_entropy(in[0], t3, w, -100, "mean", 0.2); },
-      {x3}));
+      [=](const std::vector<Tensor>& in) { return cross_entropy(in[0].t(), t, {}, -100, "sum"); },
+      {base}));
 }
 
 TEST(CrossEntropyBackward, AgainstLoopsAndAsAnOp) {
