@@ -3,9 +3,9 @@
 // Everything a Tessera user needs: #include "tessera/tessera.h".
 
 #include "tessera/autograd/engine.h"
-#include "tessera/core/grad_mode.h"
 #include "tessera/core/allocator.h"
 #include "tessera/core/dtype.h"
+#include "tessera/core/grad_mode.h"
 #include "tessera/core/rng.h"
 #include "tessera/core/tensor.h"
 #include "tessera/core/thread_pool.h"
@@ -13,7 +13,10 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/index.h"
+#include "tessera/ops/loss.h"
+#include "tessera/ops/norm.h"
 #include "tessera/ops/pad.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/softmax.h"
 #include "tessera/ops/triangle.h"
 #include "tessera/ops/view.h"
