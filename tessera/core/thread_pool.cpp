@@ -155,7 +155,9 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
     return;
   }
   ThreadPool& threads = pool();
-  int64_t chunks = std::min<int64_t>(threads.size(), (length + grain - 1) / grain);
+  // A few chunks per thread, claimed dynamically, so a worker that wakes late
+  // on a busy machine does not hold up the whole op.
+  int64_t chunks = std::min<int64_t>(4 * threads.size(), (length + grain - 1) / grain);
   if (chunks <= 1 || !threads.run(begin, end, chunks, fn)) fn(begin, end);
 }
 

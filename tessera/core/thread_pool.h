@@ -12,8 +12,8 @@ int num_threads();
 // Changes the thread count for later parallel_for calls (and OpenBLAS).
 void set_num_threads(int count);
 
-// Runs fn(chunk_begin, chunk_end) over [begin, end) split into at most
-// num_threads() chunks of at least `grain` iterations. Ranges smaller than
+// Runs fn(chunk_begin, chunk_end) over [begin, end) split into chunks of at
+// least `grain` iterations (a few per thread, handed out dynamically). Ranges smaller than
 // `grain`, calls from inside a worker, and calls while another thread holds
 // the pool run inline on the calling thread. Exceptions from chunks are
 // rethrown on the caller.

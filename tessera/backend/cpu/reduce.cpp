@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "tessera/backend/cpu/loops.h"
+#include "tessera/backend/cpu/row_math.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/view.h"
 
@@ -41,27 +42,28 @@ typename SumTraits<T>::acc row_sum(const T* p, int64_t n) {
   return total;
 }
 
+// Max (min) of a row on GCC vector types; any NaN makes the result NaN, as
+// in PyTorch.
 template <typename T, bool IsMax>
 T row_extremum(const T* p, int64_t n) {
-  T lanes[kLanes];
+  constexpr int64_t w = rows::kWidth<T>;
   const T init = IsMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                                 : std::numeric_limits<T>::lowest())
                        : (std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
                                                                 : std::numeric_limits<T>::max());
-  for (int l = 0; l < kLanes; ++l) lanes[l] = init;
+  rows::Pack<T> best = rows::splat(init);
+  rows::Pack<T> zero = rows::splat(T(0));
+  auto nan_seen = zero != zero;
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      T v = p[i + l];
-      bool take = IsMax ? (v > lanes[l]) : (v < lanes[l]);
-      lanes[l] = (take || v != v) ? v : lanes[l];
-    }
+  for (; i + w <= n; i += w) {
+    const rows::Pack<T> v = rows::load(p + i);
+    best = (IsMax ? v > best : v < best) ? v : best;
+    nan_seen |= v != v;
   }
   T result = init;
-  for (int l = 0; l < kLanes; ++l) {
-    T v = lanes[l];
-    if (v != v) return v;
-    result = (IsMax ? v > result : v < result) ? v : result;
+  for (int64_t l = 0; l < w; ++l) {
+    if (nan_seen[l]) return std::numeric_limits<T>::quiet_NaN();
+    result = (IsMax ? best[l] > result : best[l] < result) ? best[l] : result;
   }
   for (; i < n; ++i) {
     T v = p[i];
