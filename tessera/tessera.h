@@ -11,5 +11,6 @@
 #include "tessera/core/thread_pool.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/matmul.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/view.h"
