@@ -10,6 +10,7 @@
 #include "tessera/core/tensor.h"
 #include "tessera/core/thread_pool.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/conv.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/matmul.h"
 #include "tessera/ops/reduce.h"
