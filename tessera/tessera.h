@@ -13,5 +13,6 @@
 #include "tessera/ops/conv.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/matmul.h"
+#include "tessera/ops/pool.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/view.h"
