@@ -11,6 +11,7 @@
 #include "tessera/core/thread_pool.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/conv.h"
+#include "tessera/ops/dropout.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/matmul.h"
 #include "tessera/ops/pool.h"
