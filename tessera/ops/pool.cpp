@@ -42,7 +42,9 @@ Attrs pool_attrs(const Ints& kernel, const Ints& stride, const Ints& padding, co
   return attrs;
 }
 
-Ints dilation_of(const Attrs& attrs) { return attrs.has("dilation") ? attrs.ints("dilation") : Ints{1, 1}; }
+Ints dilation_of(const Attrs& attrs) {
+  return attrs.has("dilation") ? attrs.ints("dilation") : Ints{1, 1};
+}
 
 // Output shape of pooling x (3-D or 4-D) with canonical attrs.
 Shape pooled_shape(const Shape& x, const Attrs& attrs, const char* op) {

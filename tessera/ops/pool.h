@@ -16,16 +16,18 @@ Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size,
                   const std::vector<int64_t>& stride = {},
                   const std::vector<int64_t>& padding = {0, 0},
                   const std::vector<int64_t>& dilation = {1, 1});
-Tensor max_pool2d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
-                  int64_t padding = 0, int64_t dilation = 1);
+Tensor max_pool2d(const Tensor& x, int64_t kernel_size,
+                  std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                  int64_t dilation = 1);
 
 // Mean over each window; padded positions count towards the divisor when
 // count_include_pad (as PyTorch's default).
 Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size,
                   const std::vector<int64_t>& stride = {},
                   const std::vector<int64_t>& padding = {0, 0}, bool count_include_pad = true);
-Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
-                  int64_t padding = 0, bool count_include_pad = true);
+Tensor avg_pool2d(const Tensor& x, int64_t kernel_size,
+                  std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                  bool count_include_pad = true);
 
 // Gradient of max_pool2d: grad_output routed to each window's first maximum of x.
 Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& x,

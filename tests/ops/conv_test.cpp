@@ -62,7 +62,8 @@ std::vector<double> ref_forward(const ConvCase& c, const Tensor& x, const Tensor
     int64_t plane = out_shape[2] * out_shape[3];
     for (size_t i = 0; i < out.size(); ++i) out[i] = vb[(i / plane) % out_shape[1]];
   }
-  for_each_tap(c, out_shape, [&](int64_t io, int64_t ix, int64_t iw) { out[io] += vx[ix] * vw[iw]; });
+  for_each_tap(c, out_shape,
+               [&](int64_t io, int64_t ix, int64_t iw) { out[io] += vx[ix] * vw[iw]; });
   return out;
 }
 
@@ -194,12 +195,15 @@ TEST(Conv2d, ErrorsNameOpAndShapes) {
                {"[conv2d]", "[1, 3, 5, 5]", "[4, 2, 3, 3]", "groups=1"});
   expect_error([] { conv2d(zeros({1, 3, 2, 2}), zeros({4, 3, 3, 3})); },
                {"[conv2d]", "does not fit", "[1, 3, 2, 2]"});
-  expect_error([] { conv2d(zeros({3, 5, 5}), zeros({4, 3, 3, 3})); }, {"[conv2d]", "4-D", "[3, 5, 5]"});
+  expect_error([] { conv2d(zeros({3, 5, 5}), zeros({4, 3, 3, 3})); },
+               {"[conv2d]", "4-D", "[3, 5, 5]"});
   expect_error([] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), zeros({3})); },
                {"[conv2d] bias", "[3]"});
-  expect_error([] { conv2d(zeros({1, 4, 5, 5}), zeros({3, 2, 3, 3}), {}, {1, 1}, {0, 0}, {1, 1}, 2); },
+  expect_error(
+      [] { conv2d(zeros({1, 4, 5, 5}), zeros({3, 2, 3, 3}), {}, {1, 1}, {0, 0}, {1, 1}, 2); },
                {"[conv2d]", "not divisible by groups=2"});
-  expect_error([] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), {}, std::vector<int64_t>{1}); },
+  expect_error(
+      [] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), {}, std::vector<int64_t>{1}); },
                {"[conv2d] stride needs 2 values"});
   expect_error([] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), {}, 0); },
                {"[conv2d] stride must be >= 1"});
@@ -219,6 +223,8 @@ TEST(Conv2d, ErrorsNameOpAndShapes) {
       {"[conv2d_backward_weight]", "[1, 4, 5, 5]"});
 }
 
+using Ints = std::vector<int64_t>;
+
 Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
                  std::vector<int64_t> dilation, int64_t groups) {
   return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
@@ -237,16 +243,16 @@ TESSERA_SBP_CASE("conv2d", [] {
 }, conv_attrs({1, 1}, {1, 1}, {1, 1}, 2), 1e-9, 1e-9);
 TESSERA_SBP_CASE("conv2d_backward_input", [] {
   return std::vector<Tensor>{uniform({3, 5, 6, 6}, -1, 1, 1), uniform({5, 4, 3, 3}, -1, 1, 2)};
-}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1).set("input_size", std::vector<int64_t>{6, 6}), 1e-9, 1e-9);
+}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1).set("input_size", Ints{6, 6}), 1e-9, 1e-9);
 TESSERA_SBP_CASE("conv2d_backward_input", [] {
   return std::vector<Tensor>{uniform({3, 4, 3, 3}, -1, 1, 1), uniform({4, 3, 3, 3}, -1, 1, 2)};
-}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 2).set("input_size", std::vector<int64_t>{6, 6}), 1e-9, 1e-9);
+}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 2).set("input_size", Ints{6, 6}), 1e-9, 1e-9);
 TESSERA_SBP_CASE("conv2d_backward_weight", [] {
   return std::vector<Tensor>{uniform({4, 5, 6, 6}, -1, 1, 1), uniform({4, 3, 6, 6}, -1, 1, 2)};
-}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1).set("kernel_size", std::vector<int64_t>{3, 3}), 1e-9, 1e-9);
+}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1).set("kernel_size", Ints{3, 3}), 1e-9, 1e-9);
 TESSERA_SBP_CASE("conv2d_backward_weight", [] {
   return std::vector<Tensor>{uniform({3, 4, 5, 5}, -1, 1, 1), uniform({3, 6, 3, 3}, -1, 1, 2)};
-}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 2).set("kernel_size", std::vector<int64_t>{3, 3}), 1e-9, 1e-9);
+}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 2).set("kernel_size", Ints{3, 3}), 1e-9, 1e-9);
 
 }  // namespace
 }  // namespace tessera::testing

@@ -49,7 +49,8 @@ TEST(Dropout, MaskDependsOnlyOnSeedOffsetAndIndex) {
   Tensor big = ones({1000}, DType::f64);
   Generator a(5), b(5);
   std::vector<double> long_mask = dropout(big, 0.5, true, &a).to_vector<double>();
-  std::vector<double> short_mask = dropout(big.narrow(0, 0, 601), 0.5, true, &b).to_vector<double>();
+  std::vector<double> short_mask =
+      dropout(big.narrow(0, 0, 601), 0.5, true, &b).to_vector<double>();
   for (size_t i = 0; i < short_mask.size(); ++i) ASSERT_EQ(short_mask[i], long_mask[i]) << i;
   // A generator advances between calls, so the next mask differs; a reseeded one repeats.
   EXPECT_NE(dropout(big, 0.5, true, &a).to_vector<double>(), long_mask);

@@ -166,8 +166,9 @@ TEST(Matmul, ContiguousAndTransposedInputsAreNotCopied) {
   Tensor b = uniform({48, 32}, -1, 1, 2, DType::f32).t();
   Tensor batched = uniform({3, 64, 32}, -1, 1, 3, DType::f32);
   auto& allocator = CpuAllocator::instance();
-  for (auto [lhs, rhs, out_bytes] : {std::tuple{a, b, 64 * 48 * 4}, std::tuple{a.t(), a, 32 * 32 * 4},
-                                     std::tuple{batched, b, 3 * 64 * 48 * 4}}) {
+  for (auto [lhs, rhs, out_bytes] :
+       {std::tuple{a, b, 64 * 48 * 4}, std::tuple{a.t(), a, 32 * 32 * 4},
+        std::tuple{batched, b, 3 * 64 * 48 * 4}}) {
     allocator.reset_peak();
     int64_t before = allocator.stats().current_bytes;
     Tensor out = matmul(lhs, rhs);
@@ -200,11 +201,15 @@ TEST(Matmul, ErrorsNameOpAndShapes) {
   EXPECT_THROW(matmul(zeros({2, 2}, DType::bf16), zeros({2, 2}, DType::bf16)), Error);
 }
 
-TESSERA_SBP_CASE("matmul", [] { return std::vector<Tensor>{uniform({5, 7}, -1, 1, 1), uniform({7, 4}, -1, 1, 2)}; });
+TESSERA_SBP_CASE("matmul", [] {
+  return std::vector<Tensor>{uniform({5, 7}, -1, 1, 1), uniform({7, 4}, -1, 1, 2)};
+});
 TESSERA_SBP_CASE("matmul", [] {
   return std::vector<Tensor>{uniform({3, 1, 5, 4}, -1, 1, 1), uniform({4, 4, 2}, -1, 1, 2)};
 });
-TESSERA_SBP_CASE("matmul", [] { return std::vector<Tensor>{uniform({4, 5, 3}, -1, 1, 1), uniform({3, 5}, -1, 1, 2)}; });
+TESSERA_SBP_CASE("matmul", [] {
+  return std::vector<Tensor>{uniform({4, 5, 3}, -1, 1, 1), uniform({3, 5}, -1, 1, 2)};
+});
 TESSERA_SBP_CASE("matmul", [] {
   return std::vector<Tensor>{Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {3, 2}),
                              Tensor::from_vector<int64_t>({1, -1, 2, 0, 3, 1}, {2, 3})};

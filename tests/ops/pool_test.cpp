@@ -234,7 +234,9 @@ TEST(Pool, ErrorsNameOpAndShapes) {
                {"[max_pool2d] kernel_size needs 2 values"});
   expect_error([] { max_pool2d(zeros({1, 1, 0, 4}), 1); }, {"[max_pool2d]", "empty spatial"});
   expect_error(
-      [] { max_pool2d_backward(zeros({1, 1, 3, 3}), zeros({1, 1, 4, 4}), {2, 2}, {}, {0, 0}, {1, 1}); },
+      [] {
+        max_pool2d_backward(zeros({1, 1, 3, 3}), zeros({1, 1, 4, 4}), {2, 2}, {}, {0, 0}, {1, 1});
+      },
       {"[max_pool2d_backward]", "[1, 1, 3, 3]", "[1, 1, 2, 2]"});
   expect_error(
       [] { avg_pool2d_backward(zeros({1, 1, 3, 3}), {4, 4}, {2, 2}, {}, {0, 0}, true); },

@@ -224,7 +224,9 @@ void conv2d_input_grad(const Tensor& g_in, const Tensor& w_in, Tensor& dx, const
     const int64_t count = std::min(chunk, g.n - first);
     for (int64_t i = 0; i < count; ++i) gemm_image(first + i, col + i * image_size);
     parallel_for(0, count, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) col2im(col + i * image_size, pdx + (first + i) * image_in, g);
+      for (int64_t i = lo; i < hi; ++i) {
+        col2im(col + i * image_size, pdx + (first + i) * image_in, g);
+      }
     });
   }
 }

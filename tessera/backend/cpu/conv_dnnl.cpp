@@ -64,18 +64,20 @@ struct Operand {
   }
 };
 
-// Primitives are built on first use (under `mutex`) and then only executed,
-// which oneDNN allows from several threads at once. A failed build is
-// remembered so it is not retried on every call.
+// One primitive with the layouts of its operands; built on first use.
+struct Built {
+  std::optional<dnnl::primitive> primitive;
+  std::vector<Operand> operands;
+  memory::desc scratch;
+  bool failed = false;  // oneDNN has no implementation: not retried on every call
+};
+
+// Everything cached for one problem. Building happens under `mutex`; built
+// primitives are only executed, which oneDNN allows from several threads.
 struct Problem {
   std::mutex mutex;
   std::optional<dnnl::convolution_forward::primitive_desc> hint;
-  bool forward_failed = false, data_failed = false, weights_failed = false;
-  std::optional<dnnl::convolution_forward> forward;
-  std::optional<dnnl::convolution_backward_data> backward_data;
-  std::optional<dnnl::convolution_backward_weights> backward_weights;
-  std::vector<Operand> forward_ops, data_ops, weights_ops;
-  memory::desc forward_scratch, data_scratch, weights_scratch;
+  Built forward, backward_data, backward_weights;
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -174,92 +176,92 @@ void execute(const dnnl::primitive& op, const std::vector<Operand>& operands,
   }
 }
 
+// Builds `built` with build(built) unless done before; false when oneDNN
+// cannot run the problem.
+template <typename Build>
+bool ensure_built(Problem& p, Built& built, Build&& build) {
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (built.failed) return false;
+  if (built.primitive) return true;
+  try {
+    build(built);
+  } catch (const dnnl::error&) {
+    built.failed = true;
+    return false;
+  }
+  return true;
+}
+
+void execute(const Built& built, const std::vector<int>& args, const std::vector<void*>& pointers) {
+  execute(*built.primitive, built.operands, args, pointers, built.scratch);
+}
+
 }  // namespace
 
 bool dnnl_conv_forward(const ConvGeometry& g, const float* x, const float* weight,
                        const float* bias, float* y) {
   Problem& p = problem(g, bias != nullptr);
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (p.forward_failed) return false;
-    if (!p.forward) try {
-      auto pd = dnnl::convolution_forward::primitive_desc(forward_desc(g, bias != nullptr),
-                                                          user_scratchpad(), cpu_engine());
-      p.forward_ops = {Operand(plain_desc(src_dims(g), Tag::nchw), pd.src_desc(), false),
-                       Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.weights_desc(), false),
-                       Operand(plain_desc(dst_dims(g), Tag::nchw), pd.dst_desc(), true)};
-      if (bias) p.forward_ops.emplace_back(plain_desc({g.o}, Tag::x), pd.bias_desc(), false);
-      p.forward_scratch = pd.scratchpad_desc();
-      p.forward = dnnl::convolution_forward(pd);
-    } catch (const dnnl::error&) {
-      p.forward_failed = true;
-      return false;
-    }
-  }
+  bool ok = ensure_built(p, p.forward, [&](Built& built) {
+    dnnl::convolution_forward::primitive_desc pd(forward_desc(g, bias != nullptr),
+                                                 user_scratchpad(), cpu_engine());
+    built.operands = {Operand(plain_desc(src_dims(g), Tag::nchw), pd.src_desc(), false),
+                      Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.weights_desc(), false),
+                      Operand(plain_desc(dst_dims(g), Tag::nchw), pd.dst_desc(), true)};
+    if (bias) built.operands.emplace_back(plain_desc({g.o}, Tag::x), pd.bias_desc(), false);
+    built.scratch = pd.scratchpad_desc();
+    built.primitive = dnnl::convolution_forward(pd);
+  });
+  if (!ok) return false;
   std::vector<int> args = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
   std::vector<void*> pointers = {const_cast<float*>(x), const_cast<float*>(weight), y};
   if (bias) {
     args.push_back(DNNL_ARG_BIAS);
     pointers.push_back(const_cast<float*>(bias));
   }
-  execute(*p.forward, p.forward_ops, args, pointers, p.forward_scratch);
+  execute(p.forward, args, pointers);
   return true;
 }
 
 bool dnnl_conv_backward_data(const ConvGeometry& g, const float* grad_y, const float* weight,
                              float* grad_x) {
   Problem& p = problem(g, false);
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (p.data_failed) return false;
-    if (!p.backward_data) try {
-      dnnl::convolution_backward_data::desc desc(
-          dnnl::algorithm::convolution_direct, any_desc(src_dims(g)), any_desc(weight_dims(g)),
-          any_desc(dst_dims(g)), {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph, g.pw});
-      dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), cpu_engine(),
-                                                         hint(p, g));
-      p.data_ops = {
-          Operand(plain_desc(dst_dims(g), Tag::nchw), pd.diff_dst_desc(), false),
-          Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.weights_desc(), false),
-          Operand(plain_desc(src_dims(g), Tag::nchw), pd.diff_src_desc(), true)};
-      p.data_scratch = pd.scratchpad_desc();
-      p.backward_data = dnnl::convolution_backward_data(pd);
-    } catch (const dnnl::error&) {
-      p.data_failed = true;
-      return false;
-    }
-  }
-  execute(*p.backward_data, p.data_ops, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
-          {const_cast<float*>(grad_y), const_cast<float*>(weight), grad_x}, p.data_scratch);
+  bool ok = ensure_built(p, p.backward_data, [&](Built& built) {
+    dnnl::convolution_backward_data::desc desc(
+        dnnl::algorithm::convolution_direct, any_desc(src_dims(g)), any_desc(weight_dims(g)),
+        any_desc(dst_dims(g)), {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph, g.pw});
+    dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), cpu_engine(),
+                                                       hint(p, g));
+    built.operands = {Operand(plain_desc(dst_dims(g), Tag::nchw), pd.diff_dst_desc(), false),
+                      Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.weights_desc(), false),
+                      Operand(plain_desc(src_dims(g), Tag::nchw), pd.diff_src_desc(), true)};
+    built.scratch = pd.scratchpad_desc();
+    built.primitive = dnnl::convolution_backward_data(pd);
+  });
+  if (!ok) return false;
+  execute(p.backward_data, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+          {const_cast<float*>(grad_y), const_cast<float*>(weight), grad_x});
   return true;
 }
 
 bool dnnl_conv_backward_weights(const ConvGeometry& g, const float* x, const float* grad_y,
                                 float* grad_weight) {
   Problem& p = problem(g, false);
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (p.weights_failed) return false;
-    if (!p.backward_weights) try {
-      dnnl::convolution_backward_weights::desc desc(
-          dnnl::algorithm::convolution_direct, any_desc(src_dims(g)), any_desc(weight_dims(g)),
-          any_desc(dst_dims(g)), {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph, g.pw});
-      dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
-                                                            cpu_engine(), hint(p, g));
-      p.weights_ops = {
-          Operand(plain_desc(src_dims(g), Tag::nchw), pd.src_desc(), false),
-          Operand(plain_desc(dst_dims(g), Tag::nchw), pd.diff_dst_desc(), false),
-          Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.diff_weights_desc(), true)};
-      p.weights_scratch = pd.scratchpad_desc();
-      p.backward_weights = dnnl::convolution_backward_weights(pd);
-    } catch (const dnnl::error&) {
-      p.weights_failed = true;
-      return false;
-    }
-  }
-  execute(*p.backward_weights, p.weights_ops,
-          {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
-          {const_cast<float*>(x), const_cast<float*>(grad_y), grad_weight}, p.weights_scratch);
+  bool ok = ensure_built(p, p.backward_weights, [&](Built& built) {
+    dnnl::convolution_backward_weights::desc desc(
+        dnnl::algorithm::convolution_direct, any_desc(src_dims(g)), any_desc(weight_dims(g)),
+        any_desc(dst_dims(g)), {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph, g.pw});
+    dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), cpu_engine(),
+                                                          hint(p, g));
+    built.operands = {
+        Operand(plain_desc(src_dims(g), Tag::nchw), pd.src_desc(), false),
+        Operand(plain_desc(dst_dims(g), Tag::nchw), pd.diff_dst_desc(), false),
+        Operand(plain_desc(weight_dims(g), weight_tag(g)), pd.diff_weights_desc(), true)};
+    built.scratch = pd.scratchpad_desc();
+    built.primitive = dnnl::convolution_backward_weights(pd);
+  });
+  if (!ok) return false;
+  execute(p.backward_weights, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+          {const_cast<float*>(x), const_cast<float*>(grad_y), grad_weight});
   return true;
 }
 
