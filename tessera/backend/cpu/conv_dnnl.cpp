@@ -183,6 +183,9 @@ bool ensure_built(Problem& p, Built& built, Build&& build) {
   std::lock_guard<std::mutex> lock(p.mutex);
   if (built.failed) return false;
   if (built.primitive) return true;
+  // Building may run OpenMP regions too; a team bigger than Tessera's thread
+  // count left over from it was measured to slow every later call 2x.
+  omp_set_num_threads(num_threads());
   try {
     build(built);
   } catch (const dnnl::error&) {
