@@ -143,6 +143,10 @@ TEST(Pool, TiesGoToFirstMaximumAndNanWins) {
   EXPECT_TRUE(all_close(x.grad(), {1, 0, 0, 0}));
   Tensor y = make({1, NAN, 3, 2}, {1, 1, 2, 2});
   EXPECT_TRUE(all_close(max_pool2d(y, 2), {NAN}));
+  // As in PyTorch, every NaN takes over, so the gradient goes to the last one.
+  Tensor w = make({NAN, 1, NAN, 0}, {1, 1, 2, 2}).set_requires_grad();
+  sum(max_pool2d(w, 2)).backward();
+  EXPECT_TRUE(all_close(w.grad(), {0, 0, 1, 0}));
   Tensor z = make({-INFINITY, -INFINITY, -INFINITY, -INFINITY}, {1, 1, 2, 2});
   EXPECT_TRUE(all_close(max_pool2d(z, 2), {-INFINITY}));
 }

@@ -23,9 +23,10 @@ Geometry make_geometry(const Shape& x, const Shape& weight, const Shape& out, co
   const auto& stride = attrs.ints("stride");
   const auto& padding = attrs.ints("padding");
   const auto& dilation = attrs.ints("dilation");
-  return {x[0],      x[1],       x[2],       x[3],        out[1],      weight[2],
-          weight[3], out[2],     out[3],     stride[0],   stride[1],   padding[0],
-          padding[1], dilation[0], dilation[1], attrs.i("groups")};
+  return {.n = x[0], .c = x[1], .h = x[2], .w = x[3],
+          .o = out[1], .kh = weight[2], .kw = weight[3], .oh = out[2], .ow = out[3],
+          .sh = stride[0], .sw = stride[1], .ph = padding[0], .pw = padding[1],
+          .dh = dilation[0], .dw = dilation[1], .groups = attrs.i("groups")};
 }
 
 #ifdef TESSERA_HAS_DNNL

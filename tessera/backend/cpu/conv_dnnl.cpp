@@ -97,7 +97,7 @@ dnnl::convolution_forward::desc forward_desc(const ConvGeometry& g, bool with_bi
 using Key = std::array<int64_t, 17>;
 
 Key make_key(const ConvGeometry& g, bool with_bias) {
-  return {g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw,     g.oh,          g.ow,
+  return {g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw, g.oh, g.ow,
           g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int64_t{with_bias}};
 }
 

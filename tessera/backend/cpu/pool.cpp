@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/core/grad_mode.h"
@@ -28,9 +30,10 @@ PoolGeometry make_geometry(const Shape& input, const Shape& pooled, const Attrs&
   const size_t nd = input.size();
   int64_t planes = 1;
   for (size_t d = 0; d + 2 < nd; ++d) planes *= input[d];
-  return {planes,    input[nd - 2], input[nd - 1], pooled[nd - 2], pooled[nd - 1],
-          kernel[0], kernel[1],     stride[0],     stride[1],      padding[0],
-          padding[1], dilation[0],  dilation[1]};
+  return {.planes = planes, .h = input[nd - 2], .w = input[nd - 1],
+          .oh = pooled[nd - 2], .ow = pooled[nd - 1], .kh = kernel[0], .kw = kernel[1],
+          .sh = stride[0], .sw = stride[1], .ph = padding[0], .pw = padding[1],
+          .dh = dilation[0], .dw = dilation[1]};
 }
 
 Tensor dense(const Tensor& t) {
@@ -47,28 +50,67 @@ void for_each_plane(const PoolGeometry& g, Fn&& fn) {
   });
 }
 
-// Index within its plane of window (oy, ox)'s first maximum of x, or -1
-// when a dilated window straddling the padding holds no input element.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+// For each output position along one dim: the [first, end) input positions
+// its dilated window reads (first on the dilation grid, clipped to the input).
+Ranges window_ranges(int64_t out, int64_t size, int64_t kernel, int64_t stride, int64_t pad,
+                     int64_t dilation) {
+  Ranges ranges;
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t first = o * stride - pad;
+    const int64_t end = std::min(first + (kernel - 1) * dilation + 1, size);
+    while (first < 0) first += dilation;
+    ranges.emplace_back(first, end);
+  }
+  return ranges;
+}
+
+// PyTorch's rule lets every NaN take over, so the window's last NaN wins.
 template <typename T>
-int64_t window_argmax(const T* x, const PoolGeometry& g, int64_t oy, int64_t ox) {
-  int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
-  const int64_t y1 = std::min(y0 + (g.kh - 1) * g.dh + 1, g.h);
-  const int64_t x1 = std::min(x0 + (g.kw - 1) * g.dw + 1, g.w);
-  while (y0 < 0) y0 += g.dh;
-  while (x0 < 0) x0 += g.dw;
-  if (y0 >= y1 || x0 >= x1) return -1;
-  int64_t best = y0 * g.w + x0;
-  T best_value = -std::numeric_limits<T>::infinity();
+int64_t last_nan(const T* x, const PoolGeometry& g, int64_t y0, int64_t y1, int64_t x0,
+                 int64_t x1) {
+  int64_t found = -1;
   for (int64_t iy = y0; iy < y1; iy += g.dh) {
     for (int64_t ix = x0; ix < x1; ix += g.dw) {
-      const T value = x[iy * g.w + ix];
-      if (value > best_value || std::isnan(value)) {
-        best_value = value;
-        best = iy * g.w + ix;
-      }
+      if (std::isnan(x[iy * g.w + ix])) found = iy * g.w + ix;
     }
   }
-  return best;
+  return found;
+}
+
+// Calls visit(output index, input index) with each window's first maximum
+// of plane x (input index -1 when a dilated window holds no input element).
+template <typename T, typename Visit>
+void for_each_argmax(const T* x, const PoolGeometry& g, const Ranges& rows, const Ranges& cols,
+                     Visit&& visit) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const auto [y0, y1] = rows[oy];
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const auto [x0, x1] = cols[ox];
+      if (y0 >= y1 || x0 >= x1) {
+        visit(oy * g.ow + ox, int64_t{-1});
+        continue;
+      }
+      int64_t best = y0 * g.w + x0;
+      T best_value = -std::numeric_limits<T>::infinity();
+      bool any_nan = false;
+      for (int64_t iy = y0; iy < y1; iy += g.dh) {
+        const T* row = x + iy * g.w;
+        for (int64_t ix = x0; ix < x1; ix += g.dw) {
+          // Branch-free (masks and max instead of ifs): on random data a
+          // branch here mispredicts about half the time.
+          const T value = row[ix];
+          const int64_t greater = -static_cast<int64_t>(value > best_value);
+          best = ((iy * g.w + ix) & greater) | (best & ~greater);
+          best_value = std::max(best_value, value);
+          any_nan |= value != value;
+        }
+      }
+      if (any_nan) best = last_nan(x, g, y0, y1, x0, x1);
+      visit(oy * g.ow + ox, best);
+    }
+  }
 }
 
 // out[window] = source[argmax of x over the window]; max_pool2d is select(x, x).
@@ -78,16 +120,14 @@ void max_select(const Tensor& x_in, const Tensor& source_in, Tensor& out, const 
   const T* px = x.data<T>();
   const T* ps = source.data<T>();
   T* po = out.data<T>();
+  const Ranges rows = window_ranges(g.oh, g.h, g.kh, g.sh, g.ph, g.dh);
+  const Ranges cols = window_ranges(g.ow, g.w, g.kw, g.sw, g.pw, g.dw);
   for_each_plane(g, [&](int64_t plane) {
-    const T* xp = px + plane * g.h * g.w;
     const T* sp = ps + plane * g.h * g.w;
     T* op = po + plane * g.oh * g.ow;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t index = window_argmax(xp, g, oy, ox);
-        op[oy * g.ow + ox] = index < 0 ? -std::numeric_limits<T>::infinity() : sp[index];
-      }
-    }
+    for_each_argmax(px + plane * g.h * g.w, g, rows, cols, [&](int64_t o, int64_t index) {
+      op[o] = index < 0 ? -std::numeric_limits<T>::infinity() : sp[index];
+    });
   });
 }
 
@@ -97,17 +137,15 @@ void max_backward(const Tensor& grad_in, const Tensor& x_in, Tensor& dx, const P
   const T* pg = grad.data<T>();
   const T* px = x.data<T>();
   T* pd = dx.data<T>();
+  const Ranges rows = window_ranges(g.oh, g.h, g.kh, g.sh, g.ph, g.dh);
+  const Ranges cols = window_ranges(g.ow, g.w, g.kw, g.sw, g.pw, g.dw);
   for_each_plane(g, [&](int64_t plane) {
-    const T* xp = px + plane * g.h * g.w;
     const T* gp = pg + plane * g.oh * g.ow;
     T* dp = pd + plane * g.h * g.w;
     std::fill(dp, dp + g.h * g.w, T(0));
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t index = window_argmax(xp, g, oy, ox);
-        if (index >= 0) dp[index] += gp[oy * g.ow + ox];
-      }
-    }
+    for_each_argmax(px + plane * g.h * g.w, g, rows, cols, [&](int64_t o, int64_t index) {
+      if (index >= 0) dp[index] += gp[o];
+    });
   });
 }
 
