@@ -1,0 +1,276 @@
+#include <cmath>
+#include <limits>
+
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+struct PoolCase {
+  Shape x;
+  Ints kernel, stride, padding, dilation;
+};
+
+const PoolCase kCases[] = {
+    {{2, 3, 7, 6}, {3, 2}, {2, 1}, {1, 1}, {1, 1}},
+    {{1, 2, 8, 8}, {2, 2}, {2, 2}, {0, 0}, {2, 2}},
+    {{3, 5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+    {{2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 0}, {1, 1}},
+    {{1, 1, 4, 4}, {1, 1}, {1, 1}, {0, 0}, {1, 1}},
+};
+
+// Visits every (plane, oy, ox) window as the list of flat indices of its
+// in-bounds input elements plus the window's count with padding included.
+template <typename Visit>
+Shape for_each_window(const PoolCase& c, Visit&& visit) {
+  const size_t nd = c.x.size();
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < nd; ++d) planes *= c.x[d];
+  const int64_t h = c.x[nd - 2], w = c.x[nd - 1];
+  auto len = [&](int64_t in, int d) {
+    return (in + 2 * c.padding[d] - c.dilation[d] * (c.kernel[d] - 1) - 1) / c.stride[d] + 1;
+  };
+  const int64_t oh = len(h, 0), ow = len(w, 1);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        std::vector<int64_t> members;
+        int64_t padded = 0;
+        for (int64_t ky = 0; ky < c.kernel[0]; ++ky) {
+          for (int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+            int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+            int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+            if (iy < h + c.padding[0] && ix < w + c.padding[1]) ++padded;
+            if (iy >= 0 && iy < h && ix >= 0 && ix < w) members.push_back((p * h + iy) * w + ix);
+          }
+        }
+        visit((p * oh + oy) * ow + ox, members, padded);
+      }
+    }
+  }
+  Shape out(c.x.begin(), c.x.end() - 2);
+  out.push_back(oh);
+  out.push_back(ow);
+  return out;
+}
+
+struct Reference {
+  std::vector<double> max, avg, avg_exclude, max_grad, avg_grad, avg_exclude_grad;
+};
+
+// Forward values and the gradients for an upstream gradient `g` (flat).
+Reference reference(const PoolCase& c, const std::vector<double>& x, const std::vector<double>& g) {
+  Reference r;
+  r.max_grad.assign(x.size(), 0.0);
+  r.avg_grad.assign(x.size(), 0.0);
+  r.avg_exclude_grad.assign(x.size(), 0.0);
+  for_each_window(c, [&](int64_t out, const std::vector<int64_t>& members, int64_t padded) {
+    int64_t best = members[0];
+    double total = 0;
+    for (int64_t m : members) {
+      if (x[m] > x[best]) best = m;
+      total += x[m];
+    }
+    r.max.push_back(x[best]);
+    r.avg.push_back(total / padded);
+    r.avg_exclude.push_back(total / members.size());
+    double go = g.empty() ? 0.0 : g[out];
+    r.max_grad[best] += go;
+    for (int64_t m : members) {
+      r.avg_grad[m] += go / padded;
+      r.avg_exclude_grad[m] += go / members.size();
+    }
+  });
+  return r;
+}
+
+Shape pooled(const PoolCase& c) {
+  return for_each_window(c, [](int64_t, const std::vector<int64_t>&, int64_t) {});
+}
+
+Ints hw(const Shape& shape) { return {shape[shape.size() - 2], shape.back()}; }
+
+TEST(Pool, ForwardMatchesLoops) {
+  for (const PoolCase& c : kCases) {
+    SCOPED_TRACE(shape_str(c.x) + " kernel " + shape_str(c.kernel));
+    Tensor x = uniform(c.x, -1, 1, 1);
+    Reference r = reference(c, x.to_vector<double>(), {});
+    for (DType dtype : {DType::f64, DType::f32}) {
+      Tensor xt = x.to(dtype);
+      Tensor max_out = max_pool2d(xt, c.kernel, c.stride, c.padding, c.dilation);
+      EXPECT_EQ(max_out.shape(), pooled(c));
+      EXPECT_EQ(max_out.dtype(), dtype);
+      EXPECT_TRUE(all_close(max_out, r.max, 1e-6, 1e-7));
+      if (c.dilation == Ints{1, 1}) {
+        EXPECT_TRUE(all_close(avg_pool2d(xt, c.kernel, c.stride, c.padding), r.avg, 1e-6, 1e-7));
+        EXPECT_TRUE(all_close(avg_pool2d(xt, c.kernel, c.stride, c.padding, false), r.avg_exclude,
+                              1e-6, 1e-7));
+      }
+    }
+  }
+}
+
+TEST(Pool, BackwardOpsMatchLoops) {
+  for (const PoolCase& c : kCases) {
+    SCOPED_TRACE(shape_str(c.x) + " kernel " + shape_str(c.kernel));
+    Tensor x = uniform(c.x, -1, 1, 1);
+    Tensor g = uniform(pooled(c), -1, 1, 2);
+    Reference r = reference(c, x.to_vector<double>(), g.to_vector<double>());
+    EXPECT_TRUE(all_close(max_pool2d_backward(g, x, c.kernel, c.stride, c.padding, c.dilation),
+                          r.max_grad, 1e-12, 1e-12));
+    if (c.dilation != Ints{1, 1}) continue;
+    EXPECT_TRUE(all_close(avg_pool2d_backward(g, hw(c.x), c.kernel, c.stride, c.padding, true),
+                          r.avg_grad, 1e-12, 1e-12));
+    EXPECT_TRUE(all_close(avg_pool2d_backward(g, hw(c.x), c.kernel, c.stride, c.padding, false),
+                          r.avg_exclude_grad, 1e-12, 1e-12));
+  }
+}
+
+TEST(Pool, SelectPicksSourceAtArgmax) {
+  Tensor x = make({1, 5, 2, 3, 4, 0, 7, 1, 9}, {1, 3, 3});
+  Tensor source = make({10, 20, 30, 40, 50, 60, 70, 80, 90}, {1, 3, 3});
+  // 2x2 windows with stride 1: maxima at 5 (index 1), 5 (1), 7 (6), 9 (8).
+  EXPECT_TRUE(all_close(max_pool2d_select(x, source, {2, 2}, {1, 1}, {0, 0}, {1, 1}),
+                        {20, 20, 70, 90}));
+  EXPECT_TRUE(all_close(max_pool2d(x, 2, 1), {5, 5, 7, 9}));
+}
+
+TEST(Pool, TiesGoToFirstMaximumAndNanWins) {
+  Tensor x = make({1, 1, 1, 1}, {1, 1, 2, 2}).set_requires_grad();
+  sum(max_pool2d(x, 2)).backward();
+  EXPECT_TRUE(all_close(x.grad(), {1, 0, 0, 0}));
+  Tensor y = make({1, NAN, 3, 2}, {1, 1, 2, 2});
+  EXPECT_TRUE(all_close(max_pool2d(y, 2), {NAN}));
+  // As in PyTorch, every NaN takes over, so the gradient goes to the last one.
+  Tensor w = make({NAN, 1, NAN, 0}, {1, 1, 2, 2}).set_requires_grad();
+  sum(max_pool2d(w, 2)).backward();
+  EXPECT_TRUE(all_close(w.grad(), {0, 0, 1, 0}));
+  Tensor z = make({-INFINITY, -INFINITY, -INFINITY, -INFINITY}, {1, 1, 2, 2});
+  EXPECT_TRUE(all_close(max_pool2d(z, 2), {-INFINITY}));
+}
+
+TEST(Pool, StridedInputAndIntOverloads) {
+  Tensor base = uniform({2, 3, 6, 5}, -1, 1, 3);
+  Tensor x = base.transpose(2, 3);  // [2, 3, 5, 6], not contiguous
+  EXPECT_FALSE(x.is_contiguous());
+  PoolCase c{{2, 3, 5, 6}, {2, 2}, {2, 2}, {1, 1}, {1, 1}};
+  Reference r = reference(c, x.to_vector<double>(), {});
+  EXPECT_TRUE(all_close(max_pool2d(x, 2, std::nullopt, 1), r.max, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(avg_pool2d(x, 2, 2, 1), r.avg, 1e-12, 1e-12));
+}
+
+TEST(Pool, GradientsMatchFiniteDifferences) {
+  for (const PoolCase& c : kCases) {
+    SCOPED_TRACE(shape_str(c.x) + " kernel " + shape_str(c.kernel));
+    Tensor x = uniform(c.x, -1, 1, 4).set_requires_grad();
+    auto max_fn = [c](const std::vector<Tensor>& in) {
+      Tensor y = max_pool2d(in[0], c.kernel, c.stride, c.padding, c.dilation);
+      return mul(y, y);
+    };
+    EXPECT_TRUE(gradcheck(max_fn, {x}));
+    EXPECT_TRUE(gradgradcheck(max_fn, {x}));
+    if (c.dilation != Ints{1, 1}) continue;
+    for (bool include : {true, false}) {
+      auto avg_fn = [c, include](const std::vector<Tensor>& in) {
+        Tensor y = avg_pool2d(in[0], c.kernel, c.stride, c.padding, include);
+        return mul(y, y);
+      };
+      EXPECT_TRUE(gradcheck(avg_fn, {x}));
+      EXPECT_TRUE(gradgradcheck(avg_fn, {x}));
+    }
+  }
+}
+
+TEST(Pool, BackwardOpGradients) {
+  const PoolCase& c = kCases[0];
+  Tensor x = uniform(c.x, -1, 1, 5);
+  Tensor g = uniform(pooled(c), -1, 1, 6).set_requires_grad();
+  Tensor source = uniform(c.x, -1, 1, 7).set_requires_grad();
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return max_pool2d_backward(in[0], x, c.kernel, c.stride, c.padding, c.dilation);
+      },
+      {g}));
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return max_pool2d_select(x, in[0], c.kernel, c.stride, c.padding, c.dilation);
+      },
+      {source}));
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return avg_pool2d_backward(in[0], hw(c.x), c.kernel, c.stride, c.padding, false);
+      },
+      {g}));
+  // The input of max_pool2d_backward only picks positions: no gradient.
+  Tensor xr = x.detach().set_requires_grad();
+  Tensor out = max_pool2d_backward(g.detach(), xr, c.kernel, c.stride, c.padding, c.dilation);
+  EXPECT_TRUE(out.requires_grad());
+  auto grads = grad({sum(out)}, {xr}, {}, false, false, true);
+  EXPECT_FALSE(grads[0].defined());
+}
+
+TEST(Pool, EmptyBatch) {
+  EXPECT_EQ(max_pool2d(zeros({0, 3, 4, 4}), 2).shape(), (Shape{0, 3, 2, 2}));
+  EXPECT_EQ(avg_pool2d(zeros({0, 3, 4, 4}), 2).shape(), (Shape{0, 3, 2, 2}));
+}
+
+TEST(Pool, ErrorsNameOpAndShapes) {
+  auto expect_error = [](const std::function<void()>& fn, std::vector<std::string> parts) {
+    SCOPED_TRACE(parts[0]);
+    try {
+      fn();
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& error) {
+      std::string message = error.what();
+      for (const std::string& part : parts) {
+        EXPECT_NE(message.find(part), std::string::npos) << message;
+      }
+    }
+  };
+  expect_error([] { max_pool2d(zeros({4, 4}), 2); }, {"[max_pool2d]", "[4, 4]", "4-D"});
+  expect_error([] { max_pool2d(zeros({1, 1, 4, 4}), 2, 1, 2); }, {"[max_pool2d] padding", "half"});
+  expect_error([] { avg_pool2d(zeros({1, 1, 2, 2}), 3); }, {"[avg_pool2d]", "[1, 1, 2, 2]"});
+  expect_error([] { avg_pool2d(zeros({1, 1, 4, 4}, DType::i64), 2); },
+               {"[avg_pool2d] needs a floating"});
+  expect_error([] { max_pool2d(zeros({1, 1, 4, 4}), {2, 2, 2}); },
+               {"[max_pool2d] kernel_size needs 2 values"});
+  expect_error([] { max_pool2d(zeros({1, 1, 0, 4}), 1); }, {"[max_pool2d]", "empty spatial"});
+  expect_error(
+      [] {
+        max_pool2d_backward(zeros({1, 1, 3, 3}), zeros({1, 1, 4, 4}), {2, 2}, {}, {0, 0}, {1, 1});
+      },
+      {"[max_pool2d_backward]", "[1, 1, 3, 3]", "[1, 1, 2, 2]"});
+  expect_error(
+      [] { avg_pool2d_backward(zeros({1, 1, 3, 3}), {4, 4}, {2, 2}, {}, {0, 0}, true); },
+      {"[avg_pool2d_backward]", "[1, 1, 3, 3]"});
+}
+
+Attrs pool_attrs(Ints kernel, Ints stride, Ints padding) {
+  return {{"kernel_size", kernel}, {"stride", stride}, {"padding", padding}};
+}
+Attrs max_attrs(Ints kernel, Ints stride, Ints padding, Ints dilation) {
+  return pool_attrs(kernel, stride, padding).set("dilation", dilation);
+}
+
+TESSERA_SBP_CASE("max_pool2d", [] { return std::vector<Tensor>{uniform({4, 3, 7, 6}, -1, 1, 1)}; },
+                 max_attrs({3, 2}, {2, 1}, {1, 1}, {1, 1}));
+TESSERA_SBP_CASE("max_pool2d", [] { return std::vector<Tensor>{uniform({5, 8, 8}, -1, 1, 1)}; },
+                 max_attrs({2, 2}, {2, 2}, {1, 0}, {2, 1}));
+TESSERA_SBP_CASE("max_pool2d_backward", [] {
+  return std::vector<Tensor>{uniform({4, 3, 4, 7}, -1, 1, 2), uniform({4, 3, 7, 6}, -1, 1, 1)};
+}, max_attrs({3, 2}, {2, 1}, {1, 1}, {1, 1}));
+TESSERA_SBP_CASE("max_pool2d_select", [] {
+  return std::vector<Tensor>{uniform({4, 3, 7, 6}, -1, 1, 1), uniform({4, 3, 7, 6}, -1, 1, 2)};
+}, max_attrs({3, 2}, {2, 1}, {1, 1}, {1, 1}));
+TESSERA_SBP_CASE("avg_pool2d", [] { return std::vector<Tensor>{uniform({4, 3, 7, 6}, -1, 1, 1)}; },
+                 pool_attrs({3, 2}, {2, 1}, {1, 1}).set("count_include_pad", false));
+TESSERA_SBP_CASE("avg_pool2d", [] { return std::vector<Tensor>{uniform({5, 7, 6}, -1, 1, 1)}; },
+                 pool_attrs({3, 3}, {1, 2}, {1, 1}).set("count_include_pad", true));
+TESSERA_SBP_CASE("avg_pool2d_backward", [] {
+  return std::vector<Tensor>{uniform({4, 3, 4, 7}, -1, 1, 2)};
+}, pool_attrs({3, 2}, {2, 1}, {1, 1}).set("count_include_pad", true).set("input_size", Ints{7, 6}));
+
+}  // namespace
+}  // namespace tessera::testing
