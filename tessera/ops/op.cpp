@@ -112,6 +112,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     Device device = inputs.empty() ? output_metas.at(0).device : inputs[0].device();
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
     KernelContext context{op, inputs, outputs, attrs};
+    GradModeGuard no_grad(false);  // helpers a kernel calls (contiguous()) are not on the tape
     kernel(context);
   }
 
