@@ -46,18 +46,20 @@ void BM_gelu(benchmark::State& state) {
 }
 BENCHMARK(BM_gelu)->Arg(1 << 20)->Arg(1 << 24)->UseRealTime();
 
-// The machine's copy bandwidth (read + write), the yardstick for elementwise ops.
+// The machine's copy bandwidth (read + write) with all threads, the
+// yardstick for elementwise ops.
 void BM_memcpy(benchmark::State& state) {
   std::vector<float> source(state.range(0), 1.0f), target(state.range(0), 0.0f);
   for (auto _ : state) {
-    std::memcpy(target.data(), source.data(), source.size() * sizeof(float));
+    parallel_for(0, state.range(0), 1 << 16, [&](int64_t lo, int64_t hi) {
+      std::memcpy(target.data() + lo, source.data() + lo, (hi - lo) * sizeof(float));
+    });
     benchmark::ClobberMemory();
   }
   set_bytes(state, 2 * 4 * state.range(0));
 }
 BENCHMARK(BM_memcpy)->Arg(1 << 24)->UseRealTime();
 
-#ifdef TESSERA_BENCH_HAS_MATMUL
 void BM_matmul(benchmark::State& state) {
   int64_t n = state.range(0);
   Tensor a = rand({n, n}), b = rand({n, n});
@@ -65,7 +67,6 @@ void BM_matmul(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_matmul)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
-#endif
 
 // OpenBLAS called directly, outputs preallocated: the ceiling for matmul.
 void BM_openblas_sgemm(benchmark::State& state) {
@@ -79,6 +80,36 @@ void BM_openblas_sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_openblas_sgemm)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
+
+void BM_softmax(benchmark::State& state) {
+  Tensor x = randn({4096, 1024});
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(x, -1));
+  set_bytes(state, 2 * 4 * x.numel());
+}
+BENCHMARK(BM_softmax)->UseRealTime();
+
+void BM_layer_norm(benchmark::State& state) {
+  Tensor x = randn({4096, 1024});
+  Tensor weight = ones({1024}), bias = zeros({1024});
+  for (auto _ : state) benchmark::DoNotOptimize(layer_norm(x, {1024}, weight, bias, 1e-5));
+  set_bytes(state, 2 * 4 * x.numel());
+}
+BENCHMARK(BM_layer_norm)->UseRealTime();
+
+// conv2d forward + backward (input, weight and bias gradients).
+void BM_conv2d_train(benchmark::State& state) {
+  Tensor x = randn({128, 32, 14, 14}).set_requires_grad();
+  Tensor weight = (randn({64, 32, 3, 3}) * 0.1).detach().set_requires_grad();
+  Tensor bias = zeros({64}).set_requires_grad();
+  for (auto _ : state) {
+    Tensor y = conv2d(x, weight, bias, {1, 1}, {1, 1});
+    sum(y).backward();
+    x.set_grad(Tensor());
+    weight.set_grad(Tensor());
+    bias.set_grad(Tensor());
+  }
+}
+BENCHMARK(BM_conv2d_train)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
