@@ -19,6 +19,15 @@ Tensor uniform(const Shape& shape, double low, double high, uint64_t seed, DType
   return Tensor::from_vector(values, shape).to(dtype);
 }
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
 namespace {
 
 bool close(double actual, double expected, double rtol, double atol) {

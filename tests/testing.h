@@ -27,6 +27,9 @@ Tensor uniform(const Shape& shape, double low = -1.0, double high = 1.0, uint64_
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected,
                                      double rtol = 1e-5, double atol = 1e-6);
 
+// The message of the tessera::Error fn throws, or "no error".
+std::string error_of(const std::function<void()>& fn);
+
 // A function of tensors returning one tensor, for gradient checks.
 using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
@@ -63,6 +66,9 @@ bool add_sbp_case(std::string op, std::function<std::vector<Tensor>()> inputs,
                   Attrs attrs = {}, double rtol = 1e-5, double atol = 1e-6);
 
 }  // namespace tessera::testing
+
+// Expects `text` to contain `piece`, printing the text when it does not.
+#define EXPECT_HAS(text, piece) EXPECT_NE((text).find(piece), std::string::npos) << (text)
 
 // TESSERA_SBP_CASE("add", [] { return std::vector<Tensor>{a, b}; }, Attrs{...});
 #define TESSERA_SBP_CASE(...)                                                   \

@@ -3,17 +3,6 @@
 namespace tessera::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
-#define EXPECT_HAS(text, piece) EXPECT_NE((text).find(piece), std::string::npos) << (text)
-
 // Concatenation of row-major blocks: for each outer index, each input's slab in turn.
 std::vector<double> ref_cat(const std::vector<Tensor>& inputs, int64_t dim) {
   const Shape& shape = inputs[0].shape();

@@ -23,17 +23,6 @@ int64_t flat_of(const std::vector<int64_t>& c, const Shape& shape) {
   return flat;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
-#define EXPECT_HAS(text, piece) EXPECT_NE((text).find(piece), std::string::npos) << (text)
-
 // ---- references -----------------------------------------------------------
 
 std::vector<double> ref_gather(const Tensor& x, int64_t dim, const Tensor& index) {

@@ -5,17 +5,6 @@
 namespace tessera::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
-#define EXPECT_HAS(text, piece) EXPECT_NE((text).find(piece), std::string::npos) << (text)
-
 // Naive padding: for every output coordinate, find the input coordinate per
 // dim by the mode's rule (or fill). pads are PyTorch-ordered.
 std::vector<double> ref_pad(const Tensor& x, const std::vector<int64_t>& pads,
