@@ -112,6 +112,13 @@ class Tensor {
   Tensor clone() const;
   Tensor to(DType dtype) const;
 
+  // In-place writes, outside autograd (like PyTorch's under no_grad): used by
+  // optimizers, initialisers and load_state_dict. The destination must be
+  // contiguous; `src` is cast to this dtype and broadcast to this shape.
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+
   TensorImpl& impl() const {
     TESSERA_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
     return *impl_;

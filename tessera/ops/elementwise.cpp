@@ -4,7 +4,9 @@
 #include "tessera/ops/elementwise.h"
 
 #include <cmath>
+#include <cstring>
 
+#include "tessera/core/grad_mode.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/reduce.h"
@@ -569,5 +571,26 @@ Tensor Tensor::to(DType target) const { return target == dtype() ? *this : cast(
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(*this); }
 
 Tensor Tensor::clone() const { return copy(*this); }
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  TESSERA_CHECK(is_contiguous(), "[copy_] the destination must be contiguous, got shape ",
+                shape_str(shape()), " with strides ", shape_str(strides()));
+  TESSERA_CHECK(!(grad_enabled() && requires_grad() && is_leaf()),
+                "[copy_] a leaf tensor that requires grad cannot be written in place while "
+                "grad mode is on; use NoGradGuard");
+  Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
+  TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
+                " does not broadcast to the destination's shape ", shape_str(shape()));
+  NoGradGuard no_grad;
+  Tensor dense = src.to(dtype()).expand(shape()).contiguous();
+  if (dense.raw_data() != raw_data() && numel() > 0) {
+    std::memcpy(raw_data(), dense.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+  }
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  return copy_(Tensor::scalar(value, dtype()));
+}
 
 }  // namespace tessera
