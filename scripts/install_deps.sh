@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-numpy)
+  packages+=(python3 python3-torch python3-numpy libjemalloc2)
 fi
 
 missing=()

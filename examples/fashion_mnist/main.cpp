@@ -1,0 +1,143 @@
+// Trains a small CNN on Fashion-MNIST (Debian's dataset-fashion-mnist) and
+// reports test accuracy after every epoch. A checkpoint is written after
+// each epoch; --resume continues from it.
+//
+//   ./build/examples/fashion_mnist [--epochs 5] [--batch-size 128] [--lr 0.001]
+//       [--data DIR] [--checkpoint FILE] [--resume] [--seed 0]
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "examples/common/progress.h"
+#include "examples/models/cnn.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+namespace {
+
+struct Options {
+  int64_t epochs = 5;
+  int64_t batch_size = 128;
+  double lr = 1e-3;
+  std::string data = data::FashionMNIST::default_root();
+  std::string checkpoint = "fashion_mnist.ckpt.safetensors";
+  bool resume = false;
+  uint64_t seed = 0;
+  int64_t limit = 0;  // train on only this many batches per epoch (smoke tests)
+};
+
+[[noreturn]] void usage(const char* program, const std::string& problem) {
+  std::fprintf(stderr,
+               "%s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--data DIR] "
+               "[--checkpoint FILE] [--resume] [--seed N] [--limit BATCHES]\n",
+               problem.c_str(), program);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], "missing value after " + arg);
+      return argv[++i];
+    };
+    try {
+      if (arg == "--epochs") options.epochs = std::stoll(value());
+      else if (arg == "--batch-size") options.batch_size = std::stoll(value());
+      else if (arg == "--lr") options.lr = std::stod(value());
+      else if (arg == "--data") options.data = value();
+      else if (arg == "--checkpoint") options.checkpoint = value();
+      else if (arg == "--resume") options.resume = true;
+      else if (arg == "--seed") options.seed = std::stoull(value());
+      else if (arg == "--limit") options.limit = std::stoll(value());
+      else usage(argv[0], "unknown option " + arg);
+    } catch (const std::logic_error&) {
+      usage(argv[0], "bad value for " + arg);
+    }
+  }
+  if (options.epochs < 1 || options.batch_size < 1) usage(argv[0], "epochs and batch size must be >= 1");
+  return options;
+}
+
+// Fraction of test images whose arg-max logit is the label.
+double evaluate(nn::Module& model, data::DataLoader& loader) {
+  NoGradGuard no_grad;
+  model.eval();
+  int64_t correct = 0, seen = 0;
+  for (const data::Example& batch : loader) {
+    Tensor predicted = argmax(model(batch.data), 1);
+    correct += sum(eq(predicted, batch.target)).item<int64_t>();
+    seen += batch.target.size(0);
+  }
+  model.train();
+  return static_cast<double>(correct) / static_cast<double>(seen);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options = parse(argc, argv);
+  manual_seed(options.seed);
+
+  auto train_set = std::make_shared<data::FashionMNIST>(options.data, /*train=*/true);
+  auto test_set = std::make_shared<data::FashionMNIST>(options.data, /*train=*/false);
+  data::DataLoader train_loader(train_set, {.batch_size = options.batch_size,
+                                            .shuffle = true,
+                                            .seed = options.seed,
+                                            .num_workers = 1});
+  data::DataLoader test_loader(test_set, {.batch_size = 1000});
+
+  auto model = models::make_cnn();
+  optim::Adam optimizer(model->parameters(), {.lr = options.lr});
+  nn::CrossEntropyLoss loss_fn;
+  std::printf("%s\n%lld parameters, %lld training images, %lld test images, %d threads\n",
+              model->repr().c_str(), static_cast<long long>(model->num_parameters()),
+              static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
+              num_threads());
+
+  int64_t first_epoch = 0;
+  if (options.resume) {
+    io::Checkpoint checkpoint = io::load_checkpoint(options.checkpoint);
+    model->load_state_dict(checkpoint.model);
+    optimizer.load_state_dict(checkpoint.optimizer);
+    if (checkpoint.rng) default_generator().set_state(checkpoint.rng->first, checkpoint.rng->second);
+    first_epoch = checkpoint.step;
+    std::printf("resumed from %s after epoch %lld\n", options.checkpoint.c_str(),
+                static_cast<long long>(first_epoch));
+  }
+
+  double accuracy = 0.0;
+  for (int64_t epoch = first_epoch; epoch < options.epochs; ++epoch) {
+    train_loader.set_epoch(epoch);
+    const int64_t steps = options.limit > 0 ? std::min<int64_t>(options.limit, train_loader.size())
+                                            : train_loader.size();
+    examples::ProgressBar progress(
+        "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs), steps);
+    int64_t step = 0;
+    for (const data::Example& batch : train_loader) {
+      if (step++ == steps) break;
+      optimizer.zero_grad();
+      Tensor loss = loss_fn(model->forward(batch.data), batch.target);
+      loss.backward();
+      optimizer.step();
+      progress.update(batch.target.size(0), loss.item<float>());
+    }
+    const double epoch_seconds = progress.elapsed();
+    accuracy = evaluate(*model, test_loader);
+    std::printf("epoch %lld: %.1f s, test accuracy %.2f%%\n", static_cast<long long>(epoch + 1),
+                epoch_seconds, 100.0 * accuracy);
+
+    io::Checkpoint checkpoint;
+    checkpoint.model = model->state_dict();
+    checkpoint.optimizer = optimizer.state_dict();
+    checkpoint.step = epoch + 1;
+    checkpoint.rng = {{default_generator().seed(), default_generator().offset()}};
+    io::save_checkpoint(options.checkpoint, checkpoint);
+  }
+  if (first_epoch >= options.epochs) accuracy = evaluate(*model, test_loader);
+  std::printf("test accuracy: %.2f%%\n", 100.0 * accuracy);
+  return 0;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Writes PyTorch reference results for Tessera's parity tests.
+
+For each model (an MLP, the example CNN, one pre-norm transformer block) it
+saves, in safetensors files under OUTDIR: PyTorch's initial weights
+("model.<name>"), an input batch and targets, PyTorch's output, loss and the
+gradient of every parameter ("grad.<name>"). For the MLP it also runs 50
+steps of SGD with momentum and 50 of AdamW on saved batches and stores the
+final parameters ("sgd.<name>", "adamw.<name>"). tests/parity/parity_test.cpp
+rebuilds the same models in Tessera from these weights and compares.
+
+PyTorch from Debian (1.13) has no safetensors package, so the format
+(8-byte little-endian header length, JSON header, raw little-endian data) is
+written here directly.
+
+Usage: python3 tests/parity/torch_reference.py OUTDIR
+"""
+import json
+import os
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+
+DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+          torch.uint8: "U8", torch.bool: "BOOL"}
+
+
+def save_safetensors(path, tensors):
+    header, chunks, offset = {}, [], 0
+    for name, tensor in tensors.items():
+        data = tensor.detach().contiguous().cpu().numpy().tobytes()
+        header[name] = {"dtype": DTYPES[tensor.dtype], "shape": list(tensor.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)))
+        f.write(encoded)
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                         nn.Linear(128, 10))
+
+
+def cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+class CausalBlock(nn.Module):
+    """TransformerEncoderLayer (pre-norm, GELU, batch first) with a causal mask."""
+
+    def __init__(self, d_model=64, heads=4, seq=16):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model, heads, 4 * d_model, dropout=0.0,
+                                                activation="gelu", batch_first=True,
+                                                norm_first=True)
+        self.mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1)
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask)
+
+
+def forward_backward(name, model, x, y, loss_fn, outdir):
+    tensors = {f"model.{k}": v.clone() for k, v in model.state_dict().items()}
+    out = model(x)
+    loss = loss_fn(out, y)
+    loss.backward()
+    tensors.update({"input": x, "target": y, "output": out, "loss": loss.reshape(())})
+    for k, p in model.named_parameters():
+        tensors[f"grad.{k}"] = p.grad
+    save_safetensors(os.path.join(outdir, f"{name}.safetensors"), tensors)
+
+
+def optimizer_runs(outdir, steps=50, batch=32):
+    torch.manual_seed(1)
+    inputs = torch.randn(steps, batch, 784)
+    targets = torch.randint(0, 10, (steps, batch))
+    start = mlp()
+    tensors = {f"model.{k}": v.clone() for k, v in start.state_dict().items()}
+    tensors.update({"inputs": inputs, "targets": targets})
+    runs = {"sgd": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+            "adamw": lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.01)}
+    for run, make_optimizer in runs.items():
+        model = mlp()
+        model.load_state_dict(start.state_dict())
+        optimizer = make_optimizer(model.parameters())
+        for i in range(steps):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(inputs[i]), targets[i]).backward()
+            optimizer.step()
+        for k, v in model.state_dict().items():
+            tensors[f"{run}.{k}"] = v.clone()
+    save_safetensors(os.path.join(outdir, "optimizers.safetensors"), tensors)
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    forward_backward("mlp", mlp(), torch.randn(32, 784), torch.randint(0, 10, (32,)),
+                     nn.CrossEntropyLoss(), outdir)
+    forward_backward("cnn", cnn(), torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,)),
+                     nn.CrossEntropyLoss(), outdir)
+    forward_backward("block", CausalBlock(), torch.randn(2, 16, 64), torch.randn(2, 16, 64),
+                     nn.MSELoss(), outdir)
+    optimizer_runs(outdir)
+
+
+if __name__ == "__main__":
+    main()
