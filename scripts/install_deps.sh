@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist fortunes
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3 python3-torch python3-numpy libjemalloc2)

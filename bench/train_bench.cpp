@@ -1,0 +1,127 @@
+// Tessera's side of the training benchmarks (bench/train_compare.py runs it
+// next to bench/train_torch.py). Same models, batches and optimizers; prints
+// one JSON line with the median step time and memory figures.
+//
+// Usage: train_bench MODEL [--steps N] [--rounds R] [--threads T]
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/models/cnn.h"
+#include "examples/models/gpt.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+namespace {
+
+int64_t rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+struct Workload {
+  std::shared_ptr<nn::Module> model;
+  Tensor x, y;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::function<Tensor(const Tensor&, const Tensor&)> loss;
+};
+
+Workload make(const std::string& name) {
+  Workload w;
+  if (name == "mlp") {
+    w.model = models::make_mlp();
+    w.x = randn({256, 784});
+    w.y = randint(0, 10, {256});
+  } else if (name == "cnn") {
+    w.model = models::make_cnn();
+    w.x = randn({128, 1, 28, 28});
+    w.y = randint(0, 10, {128});
+  } else if (name == "gpt") {
+    w.model = std::make_shared<models::GPT>(models::GPTConfig{});
+    w.x = randint(0, 256, {16, 128});
+    w.y = randint(0, 256, {16, 128});
+  } else {
+    std::fprintf(stderr, "unknown model '%s' (mlp, cnn or gpt)\n", name.c_str());
+    std::exit(2);
+  }
+  if (name == "gpt") {
+    w.optimizer = std::make_unique<optim::AdamW>(w.model->parameters(),
+                                                 optim::AdamWOptions{.lr = 3e-4});
+    w.loss = [](const Tensor& logits, const Tensor& y) {
+      return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+    };
+  } else {
+    w.optimizer = std::make_unique<optim::SGD>(w.model->parameters(),
+                                               optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
+    w.loss = [](const Tensor& logits, const Tensor& y) { return cross_entropy(logits, y); };
+  }
+  return w;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s mlp|cnn|gpt [--steps N] [--rounds R] [--threads T]\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argv[1];
+  int steps = 10, rounds = 5;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--steps") steps = value;
+    else if (flag == "--rounds") rounds = value;
+    else if (flag == "--threads" && value > 0) set_num_threads(value);
+  }
+  manual_seed(0);
+  const int64_t rss_before = rss_bytes();
+  Workload w = make(name);
+  auto step = [&] {
+    w.optimizer->zero_grad();
+    Tensor loss = w.loss(w.model->forward(w.x), w.y);
+    loss.backward();
+    w.optimizer->step();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  std::vector<double> times;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) step();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                    steps);
+  }
+  std::sort(times.begin(), times.end());
+  const int64_t peak = peak_rss_bytes();
+  std::printf(
+      "{\"framework\": \"tessera\", \"model\": \"%s\", \"batch\": %lld, \"step_seconds\": %.9f, "
+      "\"peak_rss\": %lld, \"peak_rss_growth\": %lld, \"threads\": %d}\n",
+      name.c_str(), static_cast<long long>(w.x.size(0)), times[times.size() / 2],
+      static_cast<long long>(peak), static_cast<long long>(peak - rss_before), num_threads());
+  return 0;
+}
