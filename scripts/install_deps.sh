@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tessera needs. Idempotent; run as root (or
-# with sudo available). `--bench` adds PyTorch and numpy for the side-by-side
-# benchmarks.
+# with sudo available). PyTorch and numpy are there for the parity tests;
+# `--bench` adds jemalloc for the tuned PyTorch benchmark setting.
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config git
   libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev nlohmann-json3-dev clang libclang-rt-dev
+  python3 python3-torch python3-numpy
   dataset-fashion-mnist fortunes
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-numpy libjemalloc2)
+  packages+=(libjemalloc2)
 fi
 
 missing=()
