@@ -130,14 +130,19 @@ void Module::train(bool on) {
 }
 
 StateDict Module::state_dict() const {
-  NamedTensors entries;
-  collect("", true, true, false, entries);
-  NamedTensors buffers;
-  collect("", true, false, true, buffers);
   StateDict out;
-  for (const auto& [name, value] : entries) out.insert(name, value);
-  for (const auto& [name, value] : buffers) out.insert(name, value);
+  collect_state("", out);
   return out;
+}
+
+// PyTorch's order: each module's parameters, then its persistent buffers,
+// then its children's entries.
+void Module::collect_state(const std::string& prefix, StateDict& out) const {
+  NamedTensors own;
+  collect(prefix, false, true, false, own);
+  collect(prefix, false, false, true, own);
+  for (const auto& [name, value] : own) out.insert(name, value);
+  for (const auto& [name, child] : children_) child->collect_state(prefix + name + ".", out);
 }
 
 void Module::load_state_dict(const StateDict& state, bool strict) {

@@ -108,6 +108,7 @@ class Module {
   };
   void collect(const std::string& prefix, bool recurse, bool params, bool persistent_only,
                NamedTensors& out) const;
+  void collect_state(const std::string& prefix, StateDict& out) const;
   void check_new_name(const std::string& name, const char* what) const;
 
   std::string type_name_;

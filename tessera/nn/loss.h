@@ -1,0 +1,74 @@
+#pragma once
+
+// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss,
+// BCEWithLogitsLoss). Call them with (input, target). reduction is "mean",
+// "sum" or "none".
+
+#include <string>
+
+#include "tessera/nn/module.h"
+
+namespace tessera::nn {
+
+// A module whose forward takes (input, target).
+class Loss : public Module {
+ public:
+  virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string extra_repr() const override { return "reduction='" + reduction_ + "'"; }
+
+ protected:
+  Loss(std::string type_name, std::string reduction);
+  std::string reduction_;
+};
+
+// Softmax cross entropy of logits [N, C] (or [N, C, d...]) against class
+// indices [N] (or [N, d...]) or class probabilities of the logits' shape.
+class CrossEntropyLoss : public Loss {
+ public:
+  explicit CrossEntropyLoss(Tensor weight = {}, int64_t ignore_index = -100,
+                            std::string reduction = "mean", double label_smoothing = 0.0);
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  Tensor weight_;
+  int64_t ignore_index_;
+  double label_smoothing_;
+};
+
+// Negative log likelihood of log-probabilities [N, C] against class indices.
+class NLLLoss : public Loss {
+ public:
+  explicit NLLLoss(Tensor weight = {}, int64_t ignore_index = -100,
+                   std::string reduction = "mean");
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  Tensor weight_;
+  int64_t ignore_index_;
+};
+
+// Mean squared error.
+class MSELoss : public Loss {
+ public:
+  explicit MSELoss(std::string reduction = "mean") : Loss("MSELoss", std::move(reduction)) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+
+// Sigmoid + binary cross entropy in one numerically stable step; pos_weight
+// (broadcast over the last dim) scales the positive term.
+class BCEWithLogitsLoss : public Loss {
+ public:
+  explicit BCEWithLogitsLoss(Tensor pos_weight = {}, std::string reduction = "mean");
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  Tensor pos_weight_;
+};
+
+// The function form of BCEWithLogitsLoss.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& pos_weight = {},
+                                        const std::string& reduction = "mean");
+
+}  // namespace tessera::nn

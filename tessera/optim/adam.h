@@ -1,0 +1,46 @@
+#pragma once
+
+#include "tessera/optim/optimizer.h"
+
+namespace tessera::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+// Adam (Kingma & Ba) with PyTorch's update rule; weight_decay adds
+// weight_decay * p to the gradient (L2). For decoupled decay use AdamW.
+class Adam : public OptimizerWithOptions<AdamOptions> {
+ public:
+  Adam(const std::vector<Tensor>& params, const AdamOptions& options = {});
+  void step() override;
+
+ protected:
+  Adam(std::string name, const std::vector<Tensor>& params, const AdamOptions& options,
+       bool decoupled_weight_decay);
+  void validate(const AdamOptions& options) const override;
+
+ private:
+  bool decoupled_weight_decay_;
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+// AdamW (Loshchilov & Hutter): Adam whose weight decay shrinks the
+// parameters directly, p *= 1 - lr * weight_decay, before the Adam step.
+class AdamW : public Adam {
+ public:
+  AdamW(const std::vector<Tensor>& params, const AdamWOptions& options = {});
+};
+
+}  // namespace tessera::optim

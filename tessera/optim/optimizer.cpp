@@ -1,0 +1,140 @@
+#include "tessera/optim/optimizer.h"
+
+#include <set>
+
+#include "tessera/core/grad_mode.h"
+
+namespace tessera::optim {
+namespace {
+
+// Parses "<index>.<rest>" after a prefix; false if malformed.
+bool parse_index(const std::string& text, size_t& index, std::string& rest) {
+  const size_t dot = text.find('.');
+  if (dot == 0 || dot == std::string::npos) return false;
+  index = 0;
+  for (size_t i = 0; i < dot; ++i) {
+    if (text[i] < '0' || text[i] > '9' || index > (1u << 30)) return false;
+    index = index * 10 + static_cast<size_t>(text[i] - '0');
+  }
+  rest = text.substr(dot + 1);
+  return !rest.empty();
+}
+
+}  // namespace
+
+void Optimizer::zero_grad() {
+  for (auto& group : groups_)
+    for (const Tensor& param : group) param.impl().grad.reset();
+}
+
+const std::vector<Tensor>& Optimizer::param_group(size_t group) const {
+  check_group(group);
+  return groups_[group];
+}
+
+void Optimizer::check_group(size_t group) const {
+  TESSERA_CHECK(group < groups_.size(), "[", name_, "] parameter group ", group,
+                " does not exist; the optimizer has ", groups_.size(), " group(s)");
+}
+
+size_t Optimizer::first_index(size_t group) const {
+  size_t index = 0;
+  for (size_t g = 0; g < group; ++g) index += groups_[g].size();
+  return index;
+}
+
+void Optimizer::add_params(const std::vector<Tensor>& params) {
+  TESSERA_CHECK(!params.empty(), "[", name_, "] got an empty parameter list");
+  std::set<const TensorImpl*> seen;
+  for (const auto& group : groups_)
+    for (const Tensor& param : group) seen.insert(&param.impl());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& param = params[i];
+    TESSERA_CHECK(param.defined(), "[", name_, "] parameter ", i, " is undefined");
+    TESSERA_CHECK(is_floating(param.dtype()) && param.is_leaf() && param.requires_grad(), "[",
+                  name_, "] parameter ", i,
+                  " must be a floating-point leaf tensor that requires grad; got ",
+                  dtype_name(param.dtype()), param.is_leaf() ? "" : ", not a leaf",
+                  param.requires_grad() ? "" : ", requires_grad=false");
+    TESSERA_CHECK(param.is_contiguous(), "[", name_, "] parameter ", i, " of shape ",
+                  shape_str(param.shape()), " must be contiguous");
+    TESSERA_CHECK(seen.insert(&param.impl()).second, "[", name_, "] parameter ", i,
+                  " appears more than once");
+  }
+  groups_.push_back(params);
+  states_.resize(states_.size() + params.size());
+}
+
+Tensor Optimizer::dense_grad(const Tensor& param) const {
+  Tensor grad = param.grad();
+  if (!grad.defined()) return grad;
+  TESSERA_CHECK(grad.shape() == param.shape(), "[", name_, "] gradient of shape ",
+                shape_str(grad.shape()), " does not match its parameter's shape ",
+                shape_str(param.shape()));
+  NoGradGuard no_grad;
+  if (grad.dtype() != param.dtype()) grad = grad.to(param.dtype());
+  return grad.contiguous();
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  for (size_t index = 0; index < states_.size(); ++index) {
+    const ParamState& state = states_[index];
+    if (state.step == 0 && state.buffers.empty()) continue;
+    const std::string prefix = "state." + std::to_string(index) + ".";
+    for (const auto& [name, buffer] : state.buffers) out.insert(prefix + name, buffer.clone());
+    out.insert(prefix + "step", Tensor::scalar(static_cast<double>(state.step), DType::i64));
+  }
+  for (size_t group = 0; group < groups_.size(); ++group)
+    out.insert("param_groups." + std::to_string(group) + ".lr",
+               Tensor::scalar(lr(group), DType::f64));
+  return out;
+}
+
+void Optimizer::load_state_dict(const StateDict& state) {
+  std::vector<ParamState> loaded(states_.size());
+  std::vector<double> lrs(groups_.size(), -1.0);
+  std::vector<const Tensor*> params;
+  for (const auto& group : groups_)
+    for (const Tensor& param : group) params.push_back(&param);
+
+  for (const auto& [key, value] : state) {
+    size_t index = 0;
+    std::string field;
+    if (key.rfind("state.", 0) == 0 && parse_index(key.substr(6), index, field)) {
+      TESSERA_CHECK(index < params.size(), "[", name_, ".load_state_dict] key '", key,
+                    "' refers to parameter ", index, " but the optimizer has ", params.size());
+      if (field == "step") {
+        TESSERA_CHECK(value.numel() == 1, "[", name_, ".load_state_dict] key '", key,
+                      "' must hold one value, got shape ", shape_str(value.shape()));
+        loaded[index].step = value.item<int64_t>();
+        continue;
+      }
+      const Tensor& param = *params[index];
+      TESSERA_CHECK(value.shape() == param.shape(), "[", name_, ".load_state_dict] key '", key,
+                    "' has shape ", shape_str(value.shape()), " but parameter ", index,
+                    " has shape ", shape_str(param.shape()));
+      NoGradGuard no_grad;
+      loaded[index].buffers[field] = value.to(param.dtype()).contiguous().clone();
+      continue;
+    }
+    if (key.rfind("param_groups.", 0) == 0 && parse_index(key.substr(13), index, field) &&
+        field == "lr") {
+      TESSERA_CHECK(index < groups_.size() && value.numel() == 1, "[", name_,
+                    ".load_state_dict] key '", key, "' does not match the optimizer's ",
+                    groups_.size(), " parameter group(s)");
+      lrs[index] = value.item<double>();
+      continue;
+    }
+    TESSERA_FAIL("[", name_, ".load_state_dict] unexpected key '", key,
+                 "'; expected state.<index>.<buffer>, state.<index>.step or "
+                 "param_groups.<group>.lr");
+  }
+  for (size_t group = 0; group < lrs.size(); ++group)
+    TESSERA_CHECK(lrs[group] >= 0.0, "[", name_, ".load_state_dict] missing key 'param_groups.",
+                  group, ".lr'");
+  states_ = std::move(loaded);
+  for (size_t group = 0; group < lrs.size(); ++group) set_lr(lrs[group], group);
+}
+
+}  // namespace tessera::optim

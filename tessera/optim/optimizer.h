@@ -1,0 +1,100 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/state_dict.h"
+#include "tessera/core/tensor.h"
+
+namespace tessera::optim {
+
+// What an optimizer keeps per parameter: named tensors shaped like the
+// parameter (momentum_buffer, exp_avg, ...) and the number of steps taken.
+struct ParamState {
+  std::map<std::string, Tensor> buffers;
+  int64_t step = 0;
+};
+
+// The base of every optimizer, as torch.optim.Optimizer: parameter groups,
+// per-parameter state, zero_grad and a state_dict that checkpoints can save.
+// Updates are in place on the parameters' storage, outside autograd, so
+// modules, views and the user's handles all see the new values.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter that has a gradient.
+  virtual void step() = 0;
+  // Drops every parameter's gradient (PyTorch's set_to_none=True).
+  void zero_grad();
+
+  size_t num_param_groups() const { return groups_.size(); }
+  const std::vector<Tensor>& param_group(size_t group) const;
+  // The learning rate of a group; set_lr without a group sets every group.
+  virtual double lr(size_t group = 0) const = 0;
+  virtual void set_lr(double lr, std::optional<size_t> group = std::nullopt) = 0;
+  const std::string& name() const { return name_; }
+
+  // Per-parameter state under "state.<index>.<buffer>" and "state.<index>.step"
+  // (index counts parameters across groups in order) and each group's
+  // learning rate under "param_groups.<group>.lr".
+  StateDict state_dict() const;
+  // Restores a state_dict from an optimizer over parameters of the same
+  // shapes; unknown, malformed or mismatched keys raise an error naming them.
+  void load_state_dict(const StateDict& state);
+
+ protected:
+  explicit Optimizer(std::string name) : name_(std::move(name)) {}
+  // Validates and appends a group: floating-point leaves that require grad,
+  // none already in another group.
+  void add_params(const std::vector<Tensor>& params);
+  // State of the parameter at `index` (across groups).
+  ParamState& state(size_t index) { return states_[index]; }
+  // Index of the first parameter of `group`.
+  size_t first_index(size_t group) const;
+  // The parameter's gradient as a contiguous tensor of the parameter's dtype,
+  // or undefined when it has none.
+  Tensor dense_grad(const Tensor& param) const;
+  void check_group(size_t group) const;
+
+ private:
+  std::string name_;
+  std::vector<std::vector<Tensor>> groups_;
+  std::vector<ParamState> states_;
+};
+
+// Optimizers whose groups carry an Options struct with an `lr` field.
+template <typename Options>
+class OptimizerWithOptions : public Optimizer {
+ public:
+  // Adds parameters with their own options (PyTorch's add_param_group).
+  void add_param_group(const std::vector<Tensor>& params, const Options& options) {
+    validate(options);
+    add_params(params);
+    options_.push_back(options);
+  }
+  const Options& options(size_t group = 0) const {
+    check_group(group);
+    return options_[group];
+  }
+  double lr(size_t group = 0) const override { return options(group).lr; }
+  void set_lr(double lr, std::optional<size_t> group = std::nullopt) override {
+    if (group) {
+      check_group(*group);
+      options_[*group].lr = lr;
+      return;
+    }
+    for (Options& options : options_) options.lr = lr;
+  }
+
+ protected:
+  using Optimizer::Optimizer;
+  virtual void validate(const Options& options) const = 0;
+  std::vector<Options> options_;
+};
+
+}  // namespace tessera::optim
