@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build-bench")
+BUILD = os.path.join(ROOT, "build-bench")  # --build-dir overrides
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
 
 
@@ -66,7 +66,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--build-dir", default=BUILD,
+                        help="build folder holding bench/train_bench (default: build-bench)")
     args = parser.parse_args()
+    global BUILD
+    BUILD = os.path.abspath(args.build_dir)
     if not args.no_build:
         build()
 

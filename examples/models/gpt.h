@@ -6,6 +6,7 @@
 // bench/train_torch.py so state dicts move between the two.
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 

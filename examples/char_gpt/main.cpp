@@ -1,0 +1,133 @@
+// Trains a small decoder-only transformer on the text of Debian's `fortunes`
+// package, one byte per token, and prints generated fortunes as it learns.
+//
+//   ./build/examples/char_gpt [--steps 1000] [--batch-size 32] [--context 64]
+//       [--d-model 128] [--heads 4] [--layers 4] [--lr 0.001] [--sample-every 250]
+//       [--text FILE] [--seed 0]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "examples/common/progress.h"
+#include "examples/models/gpt.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+namespace {
+
+struct Options {
+  int64_t steps = 1000;
+  int64_t batch_size = 32;
+  int64_t context = 64;
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 4;
+  double lr = 1e-3;
+  int64_t sample_every = 250;
+  std::string text;  // a text file instead of the fortunes
+  uint64_t seed = 0;
+};
+
+[[noreturn]] void usage(const char* program, const std::string& problem) {
+  std::fprintf(stderr,
+               "%s\nusage: %s [--steps N] [--batch-size N] [--context N] [--d-model N] "
+               "[--heads N] [--layers N] [--lr X] [--sample-every N] [--text FILE] [--seed N]\n",
+               problem.c_str(), program);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], "missing value after " + arg);
+      return argv[++i];
+    };
+    try {
+      if (arg == "--steps") options.steps = std::stoll(value());
+      else if (arg == "--batch-size") options.batch_size = std::stoll(value());
+      else if (arg == "--context") options.context = std::stoll(value());
+      else if (arg == "--d-model") options.d_model = std::stoll(value());
+      else if (arg == "--heads") options.heads = std::stoll(value());
+      else if (arg == "--layers") options.layers = std::stoll(value());
+      else if (arg == "--lr") options.lr = std::stod(value());
+      else if (arg == "--sample-every") options.sample_every = std::stoll(value());
+      else if (arg == "--text") options.text = value();
+      else if (arg == "--seed") options.seed = std::stoull(value());
+      else usage(argv[0], "unknown option " + arg);
+    } catch (const std::logic_error&) {
+      usage(argv[0], "bad value for " + arg);
+    }
+  }
+  if (options.steps < 1 || options.batch_size < 1 || options.context < 2)
+    usage(argv[0], "steps and batch size must be >= 1, context >= 2");
+  return options;
+}
+
+// Generates a fortune: up to 200 bytes after a newline, at temperature 0.8.
+std::string sample(models::GPT& model, Generator& generator) {
+  model.eval();
+  std::vector<int64_t> tokens = model.generate({'\n'}, 200, 0.8, 0, &generator);
+  model.train();
+  std::string text;
+  for (size_t i = 1; i < tokens.size(); ++i) text += static_cast<char>(tokens[i]);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  manual_seed(options.seed);
+
+  auto dataset = options.text.empty()
+                     ? std::make_shared<data::CharDataset>(
+                           data::CharDataset::from_fortunes(options.context))
+                     : std::make_shared<data::CharDataset>(
+                           data::CharDataset::read_text_file(options.text), options.context);
+  data::DataLoader loader(dataset, {.batch_size = options.batch_size,
+                                    .shuffle = true,
+                                    .drop_last = true,
+                                    .seed = options.seed});
+
+  models::GPTConfig config{.vocab_size = 256,
+                           .context = options.context,
+                           .d_model = options.d_model,
+                           .heads = options.heads,
+                           .layers = options.layers};
+  auto model = std::make_shared<models::GPT>(config);
+  optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 0.1});
+  optim::LinearWarmupCosine schedule(optimizer, std::min<int64_t>(100, options.steps / 10),
+                                     options.steps, options.lr / 10);
+  nn::CrossEntropyLoss loss_fn;
+  std::printf("%lld parameters, %lld training windows of %lld bytes, %d threads\n",
+              static_cast<long long>(model->num_parameters()),
+              static_cast<long long>(dataset->size()), static_cast<long long>(options.context),
+              num_threads());
+
+  Generator sampler(options.seed + 1);
+  examples::ProgressBar progress("training", options.steps);
+  int64_t step = 0;
+  for (int64_t epoch = 0; step < options.steps; ++epoch) {
+    loader.set_epoch(epoch);
+    for (const data::Example& batch : loader) {
+      optimizer.zero_grad();
+      Tensor logits = model->forward(batch.data);
+      Tensor loss = loss_fn(logits.flatten(0, 1), batch.target.flatten());
+      loss.backward();
+      optim::clip_grad_norm_(model->parameters(), 1.0);
+      optimizer.step();
+      schedule.step();
+      progress.update(batch.data.size(0), loss.item<float>());
+      ++step;
+      if (step % options.sample_every == 0 || step == options.steps) {
+        std::printf("\n--- sample after step %lld ---%s\n---\n", static_cast<long long>(step),
+                    sample(*model, sampler).c_str());
+      }
+      if (step == options.steps) break;
+    }
+  }
+  return 0;
+}
