@@ -29,12 +29,12 @@ struct Options {
   uint64_t seed = 0;
 };
 
-[[noreturn]] void usage(const char* program, const std::string& problem) {
-  std::fprintf(stderr,
+[[noreturn]] void usage(const char* program, const std::string& problem, int status = 2) {
+  std::fprintf(status == 0 ? stdout : stderr,
                "%s\nusage: %s [--steps N] [--batch-size N] [--context N] [--d-model N] "
                "[--heads N] [--layers N] [--lr X] [--sample-every N] [--text FILE] [--seed N]\n",
                problem.c_str(), program);
-  std::exit(2);
+  std::exit(status);
 }
 
 Options parse(int argc, char** argv) {
@@ -56,6 +56,7 @@ Options parse(int argc, char** argv) {
       else if (arg == "--sample-every") options.sample_every = std::stoll(value());
       else if (arg == "--text") options.text = value();
       else if (arg == "--seed") options.seed = std::stoull(value());
+      else if (arg == "--help" || arg == "-h") usage(argv[0], "", 0);
       else usage(argv[0], "unknown option " + arg);
     } catch (const std::logic_error&) {
       usage(argv[0], "bad value for " + arg);
@@ -76,10 +77,7 @@ std::string sample(models::GPT& model, Generator& generator) {
   return text;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options options = parse(argc, argv);
+int train(const Options& options) {
   manual_seed(options.seed);
 
   auto dataset = options.text.empty()
@@ -130,4 +128,16 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    return train(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "char_gpt: %s\n", error.what());
+    return 1;
+  }
 }

@@ -28,12 +28,12 @@ struct Options {
   int64_t limit = 0;  // train on only this many batches per epoch (smoke tests)
 };
 
-[[noreturn]] void usage(const char* program, const std::string& problem) {
-  std::fprintf(stderr,
+[[noreturn]] void usage(const char* program, const std::string& problem, int status = 2) {
+  std::fprintf(status == 0 ? stdout : stderr,
                "%s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--data DIR] "
                "[--checkpoint FILE] [--resume] [--seed N] [--limit BATCHES]\n",
                problem.c_str(), program);
-  std::exit(2);
+  std::exit(status);
 }
 
 Options parse(int argc, char** argv) {
@@ -53,6 +53,7 @@ Options parse(int argc, char** argv) {
       else if (arg == "--resume") options.resume = true;
       else if (arg == "--seed") options.seed = std::stoull(value());
       else if (arg == "--limit") options.limit = std::stoll(value());
+      else if (arg == "--help" || arg == "-h") usage(argv[0], "", 0);
       else usage(argv[0], "unknown option " + arg);
     } catch (const std::logic_error&) {
       usage(argv[0], "bad value for " + arg);
@@ -76,10 +77,7 @@ double evaluate(nn::Module& model, data::DataLoader& loader) {
   return static_cast<double>(correct) / static_cast<double>(seen);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options options = parse(argc, argv);
+int train(const Options& options) {
   manual_seed(options.seed);
 
   auto train_set = std::make_shared<data::FashionMNIST>(options.data, /*train=*/true);
@@ -140,4 +138,16 @@ int main(int argc, char** argv) {
   if (first_epoch >= options.epochs) accuracy = evaluate(*model, test_loader);
   std::printf("test accuracy: %.2f%%\n", 100.0 * accuracy);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    return train(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", error.what());
+    return 1;
+  }
 }
