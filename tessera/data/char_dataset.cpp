@@ -52,8 +52,8 @@ CharDataset CharDataset::from_fortunes(int64_t context, const std::string& dir) 
 
 std::string CharDataset::read_text_file(const std::string& path) {
   std::error_code error;
-  TESSERA_CHECK(!std::filesystem::is_directory(path, error), "[CharDataset::read_text_file] ",
-                path, " is a directory; expected a text file");
+  TESSERA_CHECK(!std::filesystem::is_directory(path, error), "[CharDataset::read_text_file] ", path,
+                " is a directory; expected a text file");
   std::ifstream file(path, std::ios::binary);
   TESSERA_CHECK(file.is_open(), "[CharDataset::read_text_file] cannot open ", path, ": ",
                 std::strerror(errno));
@@ -70,14 +70,16 @@ std::string CharDataset::decode(const Tensor& tokens) {
   std::string text(values.size(), '\0');
   for (size_t i = 0; i < values.size(); ++i) {
     TESSERA_CHECK(values[i] >= 0 && values[i] < kVocabSize, "[CharDataset::decode] token ",
-                  values[i], " at position ", i, " is outside the byte vocabulary [0, ",
-                  kVocabSize, ")");
+                  values[i], " at position ", i, " is outside the byte vocabulary [0, ", kVocabSize,
+                  ")");
     text[i] = static_cast<char>(static_cast<uint8_t>(values[i]));
   }
   return text;
 }
 
-int64_t CharDataset::size() const { return static_cast<int64_t>(text_.size()) - context_; }
+int64_t CharDataset::size() const {
+  return static_cast<int64_t>(text_.size()) - context_;
+}
 
 Example CharDataset::get(int64_t index) const {
   Example batch = get_batch({index});

@@ -30,7 +30,7 @@ class CharDataset : public Dataset {
 
   // Number of windows: text().size() - context().
   int64_t size() const override;
-  // data: i64 [context] = bytes[i, i + context); target: i64 [context] = bytes[i + 1, i + context + 1).
+  // data = bytes[i, i + context), target = bytes[i + 1, i + context + 1), both i64 [context].
   Example get(int64_t index) const override;
   // data and target: i64 [B, context].
   Example get_batch(const std::vector<int64_t>& indices) const override;

@@ -39,8 +39,8 @@ class DataLoader::Run {
       }
     } catch (const std::system_error& error) {
       stop();
-      TESSERA_FAIL("[DataLoader] could not start ", num_workers_, " worker threads (",
-                   error.what(), "); use fewer num_workers, or 0 to load on this thread");
+      TESSERA_FAIL("[DataLoader] could not start ", num_workers_, " worker threads (", error.what(),
+                   "); use fewer num_workers, or 0 to load on this thread");
     }
   }
 
@@ -228,7 +228,9 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
   return *this;
 }
 
-bool DataLoader::Iterator::at_end() const { return run_ == nullptr || run_->done(); }
+bool DataLoader::Iterator::at_end() const {
+  return run_ == nullptr || run_->done();
+}
 
 bool DataLoader::Iterator::operator==(const Iterator& other) const {
   const bool end = at_end();

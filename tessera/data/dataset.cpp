@@ -6,7 +6,8 @@ namespace tessera::data {
 
 Example Dataset::get_batch(const std::vector<int64_t>& indices) const {
   // get() checks each index and names the concrete dataset.
-  TESSERA_CHECK(!indices.empty(), "[Dataset::get_batch] needs at least one index to make a batch, "
+  TESSERA_CHECK(!indices.empty(),
+                "[Dataset::get_batch] needs at least one index to make a batch, "
                 "got none");
   std::vector<Tensor> data, targets;
   data.reserve(indices.size());

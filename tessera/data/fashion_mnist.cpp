@@ -34,13 +34,13 @@ FashionMNIST::FashionMNIST(const std::string& root, bool train, bool normalize) 
   const std::string label_path = find_file(root, prefix + "-labels-idx1-ubyte");
   images_ = read_idx(image_path);
   labels_ = read_idx(label_path);
-  TESSERA_CHECK(images_.dtype() == DType::u8 && images_.dim() == 3 &&
-                    images_.size(1) == kSide && images_.size(2) == kSide,
+  TESSERA_CHECK(images_.dtype() == DType::u8 && images_.dim() == 3 && images_.size(1) == kSide &&
+                    images_.size(2) == kSide,
                 "[FashionMNIST] ", image_path, " holds ", dtype_name(images_.dtype()), " ",
                 shape_str(images_.shape()), "; expected u8 [N, 28, 28]");
-  TESSERA_CHECK(labels_.dtype() == DType::u8 && labels_.dim() == 1, "[FashionMNIST] ",
-                label_path, " holds ", dtype_name(labels_.dtype()), " ",
-                shape_str(labels_.shape()), "; expected u8 [N]");
+  TESSERA_CHECK(labels_.dtype() == DType::u8 && labels_.dim() == 1, "[FashionMNIST] ", label_path,
+                " holds ", dtype_name(labels_.dtype()), " ", shape_str(labels_.shape()),
+                "; expected u8 [N]");
   TESSERA_CHECK(images_.size(0) == labels_.size(0), "[FashionMNIST] ", image_path, " has ",
                 images_.size(0), " images but ", label_path, " has ", labels_.size(0),
                 " labels; they must match");
@@ -62,15 +62,17 @@ std::string FashionMNIST::default_root() {
 }
 
 const char* FashionMNIST::class_name(int64_t label) {
-  static const char* const kNames[kNumClasses] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
-                                                  "Coat",        "Sandal",  "Shirt",    "Sneaker",
+  static const char* const kNames[kNumClasses] = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                  "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                   "Bag",         "Ankle boot"};
   TESSERA_CHECK(label >= 0 && label < kNumClasses, "[FashionMNIST::class_name] label ", label,
                 " is outside [0, ", kNumClasses, ")");
   return kNames[label];
 }
 
-int64_t FashionMNIST::size() const { return images_.size(0); }
+int64_t FashionMNIST::size() const {
+  return images_.size(0);
+}
 
 Example FashionMNIST::get(int64_t index) const {
   Example batch = get_batch({index});

@@ -135,13 +135,12 @@ Tensor parse_plain(const uint8_t* data, size_t size, const std::string& name, co
   for (const IdxType& candidate : kIdxTypes) {
     if (candidate.code == data[2]) type = &candidate;
   }
-  TESSERA_CHECK(type != nullptr, "[", op, "] ", name, ": unknown element type ",
-                hex_byte(data[2]),
+  TESSERA_CHECK(type != nullptr, "[", op, "] ", name, ": unknown element type ", hex_byte(data[2]),
                 "; valid: 0x08 (u8), 0x09 (i8), 0x0b (i16), 0x0c (i32), 0x0d (f32), 0x0e (f64)");
   const size_t ndims = data[3];
   const size_t header = 4 + 4 * ndims;
-  TESSERA_CHECK(size >= header, "[", op, "] ", name, ": truncated header: ", ndims,
-                " dims need ", header, " header bytes, but the file has ", size);
+  TESSERA_CHECK(size >= header, "[", op, "] ", name, ": truncated header: ", ndims, " dims need ",
+                header, " header bytes, but the file has ", size);
   Shape shape(ndims);
   uint64_t count = 1;
   bool overflow = false;
@@ -150,10 +149,11 @@ Tensor parse_plain(const uint8_t* data, size_t size, const std::string& name, co
     overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count);
   }
   uint64_t payload = 0;
-  overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(type->bytes), &payload);
+  overflow =
+      overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(type->bytes), &payload);
   const uint64_t available = size - header;
-  TESSERA_CHECK(!overflow && payload <= available, "[", op, "] ", name, ": dims ",
-                shape_str(shape), " of ", type->name, " need ",
+  TESSERA_CHECK(!overflow && payload <= available, "[", op, "] ", name, ": dims ", shape_str(shape),
+                " of ", type->name, " need ",
                 overflow ? std::string("more than 2^64") : std::to_string(payload),
                 " data bytes, but only ", available, " follow the header (truncated file?)");
   TESSERA_CHECK(payload == available, "[", op, "] ", name, ": ", available - payload,

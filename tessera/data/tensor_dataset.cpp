@@ -38,7 +38,9 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets) {
   targets_ = targets.detach().contiguous();
 }
 
-int64_t TensorDataset::size() const { return data_.size(0); }
+int64_t TensorDataset::size() const {
+  return data_.size(0);
+}
 
 Example TensorDataset::get(int64_t index) const {
   check_index(index, "TensorDataset");

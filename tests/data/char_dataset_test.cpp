@@ -35,13 +35,18 @@ TEST(CharDataset, HighBytesAreTokensAbove127) {
   std::string text = "\xc3\xa9t\xc3\xa9";  // "été" in UTF-8
   CharDataset dataset(text, 2);
   EXPECT_EQ(dataset.get(0).data.to_vector<int64_t>(), (std::vector<int64_t>{0xc3, 0xa9}));
-  EXPECT_EQ(CharDataset::decode(dataset.get_batch({0, 2, 1}).target), "\xa9t" "\xc3\xa9" "t\xc3");
+  EXPECT_EQ(CharDataset::decode(dataset.get_batch({0, 2, 1}).target),
+            "\xa9t"
+            "\xc3\xa9"
+            "t\xc3");
 }
 
 TEST(CharDataset, DecodeChecksTokens) {
   EXPECT_EQ(CharDataset::decode(Tensor::from_vector<int64_t>({72, 105}, {2})), "Hi");
   EXPECT_EQ(CharDataset::decode(Tensor::from_vector<int32_t>({72, 105}, {1, 2})), "Hi");
-  EXPECT_HAS(error_of([] { CharDataset::decode(Tensor::from_vector<int64_t>({72, 256}, {2})); }),
+  EXPECT_HAS(error_of([] {
+               CharDataset::decode(Tensor::from_vector<int64_t>({72, 256}, {2}));
+             }),
              "token 256 at position 1");
   EXPECT_HAS(error_of([] { CharDataset::decode(Tensor::from_vector<int64_t>({-1}, {1})); }),
              "token -1");
@@ -81,8 +86,7 @@ TEST(CharDataset, FromFortunesErrors) {
   std::string message = error_of([&] { CharDataset::from_fortunes(8, dir.path() + "/none"); });
   EXPECT_HAS(message, "is not a directory");
   EXPECT_HAS(message, "fortunes");
-  EXPECT_HAS(error_of([&] { CharDataset::from_fortunes(8, dir.path()); }),
-             "no fortune text files");
+  EXPECT_HAS(error_of([&] { CharDataset::from_fortunes(8, dir.path()); }), "no fortune text files");
   EXPECT_HAS(error_of([&] { CharDataset::read_text_file(dir.path() + "/missing.txt"); }),
              "cannot open");
 }
@@ -90,7 +94,9 @@ TEST(CharDataset, FromFortunesErrors) {
 TEST(CharDataset, ReadTextFileKeepsBytes) {
   TempDir dir("text");
   const Bytes raw = {'a', 0, '\n', 0xff, 'b'};
-  EXPECT_EQ(CharDataset::read_text_file(dir.write("t", raw)), std::string("a\0\n\xff" "b", 5));
+  EXPECT_EQ(CharDataset::read_text_file(dir.write("t", raw)), std::string("a\0\n\xff"
+                                                                          "b",
+                                                                          5));
 }
 
 TEST(CharDataset, DebianFortunes) {

@@ -121,7 +121,8 @@ TEST(DataLoader, PermutationIsPinnedAcrossPlatforms) {
   // Philox4x32-10 + Fisher-Yates (j = (r64 * (i + 1)) >> 64), computed by an
   // independent Python implementation. These must never change, or saved
   // runs stop being reproducible.
-  EXPECT_EQ(DataLoader::permutation(10, 0, 0), (std::vector<int64_t>{7, 1, 0, 3, 6, 8, 4, 9, 2, 5}));
+  EXPECT_EQ(DataLoader::permutation(10, 0, 0),
+            (std::vector<int64_t>{7, 1, 0, 3, 6, 8, 4, 9, 2, 5}));
   EXPECT_EQ(DataLoader::permutation(10, 1234, 7),
             (std::vector<int64_t>{9, 5, 2, 3, 4, 0, 6, 7, 1, 8}));
   EXPECT_TRUE(DataLoader::permutation(0, 1, 1).empty());
@@ -148,8 +149,11 @@ TEST(DataLoader, WorkersMatchSingleThreadedLoading) {
   const auto expected = collect(reference);
   for (int workers : {1, 2, 3, 16}) {
     for (int prefetch : {1, 4}) {
-      DataLoader loader(dataset, {.batch_size = 5, .shuffle = true, .seed = 9,
-                                  .num_workers = workers, .prefetch = prefetch});
+      DataLoader loader(dataset, {.batch_size = 5,
+                                  .shuffle = true,
+                                  .seed = 9,
+                                  .num_workers = workers,
+                                  .prefetch = prefetch});
       loader.set_epoch(4);
       EXPECT_EQ(collect(loader), expected) << workers << " workers, prefetch " << prefetch;
     }
@@ -190,7 +194,7 @@ TEST(DataLoader, EarlyBreakReleasesThePass) {
       if (++steps == 3) break;
     }
     // The pass (and its threads) went away with the loop's iterator.
-    EXPECT_EQ(dataset.use_count(), 2);  // this test and the loader
+    EXPECT_EQ(dataset.use_count(), 2);            // this test and the loader
     EXPECT_LE(dataset->calls.load(), 3 + 4 * 3);  // consumed + prefetch per worker
     // A new pass starts from the beginning.
     auto it = loader.begin();

@@ -19,7 +19,8 @@ Bytes gunzip_range(const std::string& path, size_t offset, size_t count) {
   EXPECT_NE(file, nullptr) << path;
   Bytes out(offset + count);
   if (file == nullptr) return {};
-  EXPECT_EQ(gzread(file, out.data(), static_cast<unsigned>(out.size())), static_cast<int>(out.size()));
+  EXPECT_EQ(gzread(file, out.data(), static_cast<unsigned>(out.size())),
+            static_cast<int>(out.size()));
   gzclose(file);
   return Bytes(out.begin() + static_cast<std::ptrdiff_t>(offset), out.end());
 }

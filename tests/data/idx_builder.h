@@ -30,9 +30,9 @@ inline Bytes idx_bytes(uint8_t type, const std::vector<uint32_t>& dims, const By
 // A gzip member holding `plain` (zlib with the gzip wrapper).
 inline Bytes gzip(const Bytes& plain) {
   z_stream stream{};
-  EXPECT_EQ(deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                         Z_DEFAULT_STRATEGY),
-            Z_OK);
+  EXPECT_EQ(
+      deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+      Z_OK);
   Bytes out(deflateBound(&stream, static_cast<uLong>(plain.size())) + 32);
   stream.next_in = const_cast<Bytef*>(plain.data());
   stream.avail_in = static_cast<uInt>(plain.size());
@@ -63,7 +63,8 @@ class TempDir {
   std::string write(const std::string& name, const Bytes& bytes) const {
     const std::string file = (path_ / name).string();
     std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     return file;
   }
   std::string path() const { return path_.string(); }

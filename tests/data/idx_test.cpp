@@ -35,8 +35,8 @@ TEST(Idx, ParsesBigEndianI16AsI32) {
 }
 
 TEST(Idx, ParsesBigEndianI32) {
-  Tensor t = parse(idx_bytes(0x0C, {1, 3},
-                             {0x01, 0x02, 0x03, 0x04, 0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0}));
+  Tensor t = parse(
+      idx_bytes(0x0C, {1, 3}, {0x01, 0x02, 0x03, 0x04, 0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0}));
   EXPECT_EQ(t.dtype(), DType::i32);
   EXPECT_EQ(t.shape(), (Shape{1, 3}));
   EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{16909060, -1, -2147483648LL}));
@@ -51,8 +51,9 @@ TEST(Idx, ParsesBigEndianF32) {
 
 TEST(Idx, ParsesBigEndianF64) {
   // 0.1 = 0x3fb999999999999a, -0.125 = 0xbfc0000000000000.
-  Tensor t = parse(idx_bytes(0x0E, {2}, {0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a,  //
-                                         0xbf, 0xc0, 0, 0, 0, 0, 0, 0}));
+  Tensor t = parse(idx_bytes(0x0E, {2},
+                             {0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a,  //
+                              0xbf, 0xc0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(t.dtype(), DType::f64);
   EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{0.1, -0.125}));
 }
