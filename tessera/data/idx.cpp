@@ -142,15 +142,24 @@ Tensor parse_plain(const uint8_t* data, size_t size, const std::string& name, co
   TESSERA_CHECK(size >= header, "[", op, "] ", name, ": truncated header: ", ndims, " dims need ",
                 header, " header bytes, but the file has ", size);
   Shape shape(ndims);
-  uint64_t count = 1;
-  bool overflow = false;
+  // Strides multiply the non-zero dims even when another dim is 0, so their
+  // product must fit in int64 whatever the element count.
+  int64_t extent = 1;
+  bool too_large = false;
+  bool empty = false;
   for (size_t d = 0; d < ndims; ++d) {
     shape[d] = static_cast<int64_t>(load_big_endian(data + 4 + 4 * d, 4));
-    overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count);
+    if (shape[d] == 0) {
+      empty = true;
+    } else {
+      too_large = too_large || __builtin_mul_overflow(extent, shape[d], &extent);
+    }
   }
+  TESSERA_CHECK(!too_large, "[", op, "] ", name, ": dims ", shape_str(shape),
+                " are too large: the product of the non-zero dims exceeds 2^63 - 1");
+  const uint64_t count = empty ? 0 : static_cast<uint64_t>(extent);
   uint64_t payload = 0;
-  overflow =
-      overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(type->bytes), &payload);
+  const bool overflow = __builtin_mul_overflow(count, static_cast<uint64_t>(type->bytes), &payload);
   const uint64_t available = size - header;
   TESSERA_CHECK(!overflow && payload <= available, "[", op, "] ", name, ": dims ", shape_str(shape),
                 " of ", type->name, " need ",
