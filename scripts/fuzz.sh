@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Fuzzes the IDX reader with libFuzzer under AddressSanitizer +
+# UndefinedBehaviorSanitizer (see fuzz/idx_fuzz.cpp). Builds libtessera with
+# clang in build-fuzz/, seeds a corpus with small valid IDX files (plain and
+# gzip) and fuzzes for TESSERA_FUZZ_SECONDS (default 60). Exits non-zero on
+# any crash. Extra arguments are passed to libFuzzer.
+#   bash scripts/fuzz.sh
+#   TESSERA_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=4 -workers=4
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${TESSERA_BUILD_JOBS:-2}"
+seconds="${TESSERA_FUZZ_SECONDS:-60}"
+build=build-fuzz
+
+echo "== clang build of libtessera with coverage instrumentation (ASan + UBSan)"
+# oneDNN is not needed to fuzz a file reader.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" -DTESSERA_SANITIZE=ON \
+  -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_EXAMPLES=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON >/dev/null
+cmake --build "$build" -j "$jobs" --target tessera
+clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -I. fuzz/idx_fuzz.cpp -L"$build" -ltessera -Wl,-rpath,"$PWD/$build" -o "$build/idx_fuzz"
+
+echo "== seed corpus"
+seeds="$build/idx_seeds"
+corpus="$build/idx_corpus"
+mkdir -p "$seeds" "$corpus"
+# magic 00 00, type, ndims, big-endian dims, big-endian data.
+printf '\x00\x00\x08\x01\x00\x00\x00\x03\x01\x02\xff' >"$seeds/u8_vector"
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00\x7f\x80\xff' \
+  >"$seeds/u8_images"
+printf '\x00\x00\x09\x01\x00\x00\x00\x02\x80\x7f' >"$seeds/i8"
+printf '\x00\x00\x0b\x02\x00\x00\x00\x01\x00\x00\x00\x02\xff\xfe\x01\x2c' >"$seeds/i16"
+printf '\x00\x00\x0c\x01\x00\x00\x00\x01\x01\x02\x03\x04' >"$seeds/i32"
+printf '\x00\x00\x0d\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x00\x00\x00' >"$seeds/f32"
+printf '\x00\x00\x0e\x00\x3f\xb9\x99\x99\x99\x99\x99\x9a' >"$seeds/f64_scalar"
+for seed in u8_vector u8_images i16 f32; do
+  gzip -n -c "$seeds/$seed" >"$seeds/$seed.gz"
+done
+
+echo "== fuzzing for ${seconds} s"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# -rss_limit_mb / -malloc_limit_mb: a hostile header must not make the reader
+# allocate what the input does not contain.
+"$build/idx_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$build/" "$@" "$corpus" "$seeds"
