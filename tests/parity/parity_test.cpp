@@ -123,16 +123,20 @@ TEST_F(Parity, CausalTransformerBlockForwardLossAndGradients) {
   check_forward_backward(block, grads, output, loss);
 }
 
+// Trains the MLP from the reference's start weights on its 50 batches, in
+// `dtype`, and compares the final parameters with the reference run `run`.
 template <typename MakeOptimizer>
 void check_optimizer_run(const StateDict& reference, const std::string& run,
-                         MakeOptimizer make_optimizer) {
+                         MakeOptimizer make_optimizer, DType dtype = DType::f32,
+                         double tolerance = 1e-3) {
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::Linear>(256, 128), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::Linear>(128, 10)});
   model->load_state_dict(reference.with_prefix_removed("model."));
+  model->to(dtype);
   auto optimizer = make_optimizer(model->parameters());
-  const Tensor& inputs = reference.at("inputs");
+  const Tensor inputs = reference.at("inputs").to(dtype);
   const Tensor& targets = reference.at("targets");
   for (int64_t step = 0; step < inputs.size(0); ++step) {
     optimizer.zero_grad();
@@ -141,7 +145,8 @@ void check_optimizer_run(const StateDict& reference, const std::string& run,
     optimizer.step();
   }
   for (const auto& [name, param] : model->named_parameters()) {
-    EXPECT_LE(relative_error(param, reference.at(run + "." + name)), 1e-3) << run << " " << name;
+    EXPECT_LE(relative_error(param, reference.at(run + "." + name)), tolerance)
+        << run << " " << name;
   }
 }
 
@@ -151,10 +156,18 @@ TEST_F(Parity, FiftyStepsOfSgdWithMomentum) {
   });
 }
 
+// Adam divides by sqrt(v) + 1e-8, so gradients that are nearly zero (units
+// that rarely fire) get steps of full size whose direction rests on f32
+// rounding: PyTorch in f32 itself ends 1.5e-3 away from PyTorch in f64 on
+// this run. So Tessera is held to the exact (f64) trajectory: within 1e-3 in
+// f32 (it lands within 5e-5), and within 1e-9 when it also runs in f64.
 TEST_F(Parity, FiftyStepsOfAdamW) {
-  check_optimizer_run(load("optimizers"), "adamw", [](std::vector<Tensor> params) {
+  auto make = [](std::vector<Tensor> params) {
     return optim::AdamW(params, {.lr = 1e-3, .weight_decay = 0.01});
-  });
+  };
+  const StateDict reference = load("optimizers");
+  check_optimizer_run(reference, "adamw_f64", make, DType::f32, 1e-3);
+  check_optimizer_run(reference, "adamw_f64", make, DType::f64, 1e-9);
 }
 
 }  // namespace

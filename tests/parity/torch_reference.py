@@ -6,7 +6,8 @@ saves, in safetensors files under OUTDIR: PyTorch's initial weights
 ("model.<name>"), an input batch and targets, PyTorch's output, loss and the
 gradient of every parameter ("grad.<name>"). For the MLP it also runs 50
 steps of SGD with momentum and 50 of AdamW on saved batches and stores the
-final parameters ("sgd.<name>", "adamw.<name>"). tests/parity/parity_test.cpp
+final parameters ("sgd.<name>", "adamw.<name>"); AdamW runs once more in f64
+("adamw_f64.<name>"), the exact trajectory that f32 runs are measured against. tests/parity/parity_test.cpp
 rebuilds the same models in Tessera from these weights and compares.
 
 PyTorch from Debian (1.13) has no safetensors package, so the format
@@ -90,13 +91,16 @@ def optimizer_runs(outdir, steps=50, batch=32):
     tensors.update({"inputs": inputs, "targets": targets})
     runs = {"sgd": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
             "adamw": lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.01)}
+    runs["adamw_f64"] = runs["adamw"]
     for run, make_optimizer in runs.items():
+        dtype = torch.float64 if run.endswith("_f64") else torch.float32
         model = mlp()
         model.load_state_dict(start.state_dict())
+        model.to(dtype)
         optimizer = make_optimizer(model.parameters())
         for i in range(steps):
             optimizer.zero_grad()
-            nn.functional.cross_entropy(model(inputs[i]), targets[i]).backward()
+            nn.functional.cross_entropy(model(inputs[i].to(dtype)), targets[i]).backward()
             optimizer.step()
         for k, v in model.state_dict().items():
             tensors[f"{run}.{k}"] = v.clone()
