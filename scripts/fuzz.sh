@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes the IDX reader with libFuzzer under AddressSanitizer +
-# UndefinedBehaviorSanitizer (see fuzz/idx_fuzz.cpp). Builds libtessera with
-# clang in build-fuzz/, seeds a corpus with small valid IDX files (plain and
-# gzip) and fuzzes for TESSERA_FUZZ_SECONDS (default 60). Exits non-zero on
-# any crash. Extra arguments are passed to libFuzzer.
+# Fuzzes the file readers with libFuzzer under AddressSanitizer +
+# UndefinedBehaviorSanitizer: the IDX reader (fuzz/idx_fuzz.cpp) and the
+# safetensors reader (fuzz/safetensors_fuzz.cpp). Builds libtessera with clang
+# in build-fuzz/, seeds each corpus with small valid files and fuzzes each
+# target for TESSERA_FUZZ_SECONDS (default 60). Exits non-zero on any crash.
+# Extra arguments are passed to libFuzzer.
 #   bash scripts/fuzz.sh
 #   TESSERA_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=4 -workers=4
 set -euo pipefail
@@ -19,14 +20,16 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=cl
   -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_EXAMPLES=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON >/dev/null
 cmake --build "$build" -j "$jobs" --target tessera
-clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I. fuzz/idx_fuzz.cpp -L"$build" -ltessera -Wl,-rpath,"$PWD/$build" -o "$build/idx_fuzz"
+for target in idx safetensors; do
+  clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I. "fuzz/${target}_fuzz.cpp" -L"$build" -ltessera -Wl,-rpath,"$PWD/$build" \
+    -o "$build/${target}_fuzz"
+done
 
 echo "== seed corpus"
 seeds="$build/idx_seeds"
-corpus="$build/idx_corpus"
-mkdir -p "$seeds" "$corpus"
+mkdir -p "$seeds"
 # magic 00 00, type, ndims, big-endian dims, big-endian data.
 printf '\x00\x00\x08\x01\x00\x00\x00\x03\x01\x02\xff' >"$seeds/u8_vector"
 printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00\x7f\x80\xff' \
@@ -40,10 +43,20 @@ for seed in u8_vector u8_images i16 f32; do
   gzip -n -c "$seeds/$seed" >"$seeds/$seed.gz"
 done
 
-echo "== fuzzing for ${seconds} s"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-# -rss_limit_mb / -malloc_limit_mb: a hostile header must not make the reader
+# -rss_limit_mb / -malloc_limit_mb: a hostile header must not make a reader
 # allocate what the input does not contain.
-"$build/idx_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-  -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$build/" "$@" "$corpus" "$seeds"
+# The first corpus folder is where libFuzzer writes new inputs: a scratch
+# folder in the build tree, never the seeds.
+fuzz() {
+  local target=$1 seed_folder=$2
+  shift 2
+  echo "== fuzzing ${target} for ${seconds} s"
+  mkdir -p "$build/${target}_corpus"
+  "$build/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$build/${target}-" \
+    "$@" "$build/${target}_corpus" "$seed_folder"
+}
+fuzz idx "$seeds" "$@"
+fuzz safetensors fuzz/corpus/safetensors -dict=fuzz/safetensors.dict "$@"

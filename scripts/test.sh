@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Builds Tessera and runs the whole test suite twice: optimised, then under
-# AddressSanitizer + UndefinedBehaviorSanitizer. Also builds and runs the
-# README's quick-start example. Usage: bash scripts/test.sh
+# AddressSanitizer + UndefinedBehaviorSanitizer. Also runs the examples
+# briefly and fuzzes the file readers for a bounded time (scripts/fuzz.sh).
+# The PyTorch parity tests are required here: a missing PyTorch fails them.
+# Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${TESSERA_BUILD_JOBS:-2}"
+export TESSERA_REQUIRE_TORCH=1
 
 echo "== release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=ON >/dev/null
 cmake --build build -j "$jobs"
-echo "== quick start"
+
+echo "== examples (short runs)"
 ./build/examples/quickstart
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+./build/examples/fashion_mnist --epochs 1 --limit 20 --checkpoint "$scratch/fm.safetensors"
+./build/examples/fashion_mnist --epochs 2 --limit 20 --checkpoint "$scratch/fm.safetensors" --resume
+./build/examples/char_gpt --steps 4 --sample-every 4 --d-model 64 --layers 2 --context 32
+
+echo "== fuzzing the IDX and safetensors readers"
+TESSERA_FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-30}" bash scripts/fuzz.sh
 
 echo "== sanitizer build (address, undefined)"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON \

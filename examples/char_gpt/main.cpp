@@ -67,13 +67,19 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-// Generates a fortune: up to 200 bytes after a newline, at temperature 0.8.
+// Generates a fortune: 200 bytes after a newline, at temperature 0.8.
 std::string sample(models::GPT& model, Generator& generator) {
   model.eval();
   std::vector<int64_t> tokens = model.generate({'\n'}, 200, 0.8, 0, &generator);
   model.train();
   std::string text;
-  for (size_t i = 1; i < tokens.size(); ++i) text += static_cast<char>(tokens[i]);
+  // Bytes that are not printable ASCII (early samples are full of them)
+  // would garble the terminal.
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    const int64_t byte = tokens[i];
+    text += (byte == '\n' || byte == '\t' || (byte >= 32 && byte < 127)) ? static_cast<char>(byte)
+                                                                         : '?';
+  }
   return text;
 }
 
