@@ -36,11 +36,11 @@ BUILD = os.path.join(ROOT, "build-bench")  # --build-dir overrides
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
 
 
-def build():
-    subprocess.run(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+def build(folder):
+    subprocess.run(["cmake", "-S", ROOT, "-B", folder, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                     "-DTESSERA_BUILD_TESTS=OFF", "-DTESSERA_BUILD_EXAMPLES=OFF"],
                    check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", BUILD, "-j", "2", "--target", "train_bench"], check=True)
+    subprocess.run(["cmake", "--build", folder, "-j", "2", "--target", "train_bench"], check=True)
 
 
 def find_jemalloc():
@@ -69,10 +69,9 @@ def main():
     parser.add_argument("--build-dir", default=BUILD,
                         help="build folder holding bench/train_bench (default: build-bench)")
     args = parser.parse_args()
-    global BUILD
-    BUILD = os.path.abspath(args.build_dir)
+    folder = os.path.abspath(args.build_dir)
     if not args.no_build:
-        build()
+        build(folder)
 
     base = dict(os.environ, TESSERA_NUM_THREADS=str(args.threads))
     unset = {k: v for k, v in base.items() if k != "OPENBLAS_CORETYPE"}
@@ -87,7 +86,7 @@ def main():
                  base, base),
                 ("tuned (PyTorch: PASSIVE + jemalloc + CORETYPE unset; Tessera: CORETYPE unset)",
                  unset, best_torch)]
-    ours_cmd = [os.path.join(BUILD, "bench", "train_bench")]
+    ours_cmd = [os.path.join(folder, "bench", "train_bench")]
     torch_cmd = [TORCH_PYTHON, os.path.join(ROOT, "bench", "train_torch.py")]
     common = ["--steps", str(args.steps), "--rounds", str(args.rounds),
               "--threads", str(args.threads)]

@@ -3,11 +3,12 @@
 //
 //   ./build/examples/char_gpt [--steps 1000] [--batch-size 32] [--context 64]
 //       [--d-model 128] [--heads 4] [--layers 4] [--lr 0.001] [--sample-every 250]
-//       [--text FILE] [--seed 0]
+//       [--text FILE] [--seed 0]   (--help lists all)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "examples/common/flags.h"
 #include "examples/common/progress.h"
 #include "examples/models/gpt.h"
 #include "tessera/tessera.h"
@@ -29,41 +30,24 @@ struct Options {
   uint64_t seed = 0;
 };
 
-[[noreturn]] void usage(const char* program, const std::string& problem, int status = 2) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "%s\nusage: %s [--steps N] [--batch-size N] [--context N] [--d-model N] "
-               "[--heads N] [--layers N] [--lr X] [--sample-every N] [--text FILE] [--seed N]\n",
-               problem.c_str(), program);
-  std::exit(status);
-}
-
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + arg);
-      return argv[++i];
-    };
-    try {
-      if (arg == "--steps") options.steps = std::stoll(value());
-      else if (arg == "--batch-size") options.batch_size = std::stoll(value());
-      else if (arg == "--context") options.context = std::stoll(value());
-      else if (arg == "--d-model") options.d_model = std::stoll(value());
-      else if (arg == "--heads") options.heads = std::stoll(value());
-      else if (arg == "--layers") options.layers = std::stoll(value());
-      else if (arg == "--lr") options.lr = std::stod(value());
-      else if (arg == "--sample-every") options.sample_every = std::stoll(value());
-      else if (arg == "--text") options.text = value();
-      else if (arg == "--seed") options.seed = std::stoull(value());
-      else if (arg == "--help" || arg == "-h") usage(argv[0], "", 0);
-      else usage(argv[0], "unknown option " + arg);
-    } catch (const std::logic_error&) {
-      usage(argv[0], "bad value for " + arg);
-    }
-  }
-  if (options.steps < 1 || options.batch_size < 1 || options.context < 2)
-    usage(argv[0], "steps and batch size must be >= 1, context >= 2");
+  examples::Flags flags(
+      "Trains a small GPT on the fortunes text, one byte per token, printing samples.");
+  flags.add("--steps", options.steps, "training steps");
+  flags.add("--batch-size", options.batch_size, "windows per step");
+  flags.add("--context", options.context, "bytes per window");
+  flags.add("--d-model", options.d_model, "model width");
+  flags.add("--heads", options.heads, "attention heads");
+  flags.add("--layers", options.layers, "transformer blocks");
+  flags.add("--lr", options.lr, "peak AdamW learning rate");
+  flags.add("--sample-every", options.sample_every, "steps between generated samples");
+  flags.add("--text", options.text, "train on this text file instead of the fortunes");
+  flags.add("--seed", options.seed, "seed for initialisation, shuffling and sampling");
+  flags.parse(argc, argv);
+  if (options.steps < 1 || options.batch_size < 1 || options.context < 2 ||
+      options.sample_every < 1)
+    flags.fail("--steps, --batch-size and --sample-every must be at least 1, --context 2");
   return options;
 }
 

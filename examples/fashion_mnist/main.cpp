@@ -3,12 +3,13 @@
 // each epoch; --resume continues from it.
 //
 //   ./build/examples/fashion_mnist [--epochs 5] [--batch-size 128] [--lr 0.001]
-//       [--data DIR] [--checkpoint FILE] [--resume] [--seed 0]
+//       [--data DIR] [--checkpoint FILE] [--resume] [--seed 0]   (--help lists all)
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "examples/common/flags.h"
 #include "examples/common/progress.h"
 #include "examples/models/cnn.h"
 #include "tessera/tessera.h"
@@ -28,38 +29,21 @@ struct Options {
   int64_t limit = 0;  // train on only this many batches per epoch (smoke tests)
 };
 
-[[noreturn]] void usage(const char* program, const std::string& problem, int status = 2) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "%s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--data DIR] "
-               "[--checkpoint FILE] [--resume] [--seed N] [--limit BATCHES]\n",
-               problem.c_str(), program);
-  std::exit(status);
-}
-
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + arg);
-      return argv[++i];
-    };
-    try {
-      if (arg == "--epochs") options.epochs = std::stoll(value());
-      else if (arg == "--batch-size") options.batch_size = std::stoll(value());
-      else if (arg == "--lr") options.lr = std::stod(value());
-      else if (arg == "--data") options.data = value();
-      else if (arg == "--checkpoint") options.checkpoint = value();
-      else if (arg == "--resume") options.resume = true;
-      else if (arg == "--seed") options.seed = std::stoull(value());
-      else if (arg == "--limit") options.limit = std::stoll(value());
-      else if (arg == "--help" || arg == "-h") usage(argv[0], "", 0);
-      else usage(argv[0], "unknown option " + arg);
-    } catch (const std::logic_error&) {
-      usage(argv[0], "bad value for " + arg);
-    }
-  }
-  if (options.epochs < 1 || options.batch_size < 1) usage(argv[0], "epochs and batch size must be >= 1");
+  examples::Flags flags(
+      "Trains a small CNN on Fashion-MNIST, reporting test accuracy after every epoch.");
+  flags.add("--epochs", options.epochs, "passes over the training set");
+  flags.add("--batch-size", options.batch_size, "images per training step");
+  flags.add("--lr", options.lr, "Adam learning rate");
+  flags.add("--data", options.data, "folder with the Fashion-MNIST IDX files");
+  flags.add("--checkpoint", options.checkpoint, "checkpoint written after each epoch");
+  flags.add_switch("--resume", options.resume, "continue from --checkpoint");
+  flags.add("--seed", options.seed, "seed for initialisation and shuffling");
+  flags.add("--limit", options.limit, "train on only this many batches per epoch (0: all)");
+  flags.parse(argc, argv);
+  if (options.epochs < 1 || options.batch_size < 1)
+    flags.fail("--epochs and --batch-size must be at least 1");
   return options;
 }
 

@@ -27,7 +27,7 @@ int default_thread_count() {
 }
 
 // Workers sleep on a condition variable between jobs (no spinning, so they
-// never compete with OpenBLAS's threads). A job is a chunked range; each
+// never compete with other threads for the cores). A job is a chunked range; each
 // participant claims chunk indices from an atomic counter.
 class ThreadPool {
  public:

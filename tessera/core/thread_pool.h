@@ -6,10 +6,11 @@
 namespace tessera {
 
 // Number of threads parallel_for uses: TESSERA_NUM_THREADS if set, else the
-// core count. OpenBLAS is given the same number, and its work never runs
-// inside parallel_for, so the two never oversubscribe the cores.
+// core count. OpenBLAS itself runs single-threaded: large products are split
+// over this pool (backend/cpu/gemm.cpp), so no other threads compete for the
+// cores.
 int num_threads();
-// Changes the thread count for later parallel_for calls (and OpenBLAS).
+// Changes the thread count for later parallel_for calls (products included).
 void set_num_threads(int count);
 
 // Runs fn(chunk_begin, chunk_end) over [begin, end) split into chunks of at

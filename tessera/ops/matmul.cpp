@@ -71,11 +71,17 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
     grads[0] = sum_to(matmul(g, b.transpose(-2, -1)), a.shape());
   }
   if (c.needs_input_grad(1)) {
-    if (b.dim() == 2 && a.dim() > 2) {
+    if (b.dim() == 2) {
       // A shared matrix: fold a's batch into rows so the reduction over the
       // batch happens inside one gemm instead of a batched product + sum.
       const int64_t k = a.shape().back(), n = b.shape().back();
-      grads[1] = matmul(a.reshape({-1, k}).t(), g.reshape({-1, n}));
+      const Tensor a_rows = a.reshape({-1, k}), g_rows = g.reshape({-1, n});
+      // Lay the gradient out like b (as PyTorch does): for a transposed b,
+      // such as Linear's weight.t(), (g^T a)^T is column-major, so the
+      // gradient reaching the weight through the transpose is row-major and
+      // the optimizer reads it without a copy.
+      const bool b_column_major = b.size(0) > 1 && b.size(1) > 1 && b.strides()[0] == 1;
+      grads[1] = b_column_major ? matmul(g_rows.t(), a_rows).t() : matmul(a_rows.t(), g_rows);
     } else {
       grads[1] = sum_to(matmul(a.transpose(-2, -1), g), b.shape());
     }

@@ -45,10 +45,14 @@ def to_bytes(tensor):
     return tensor.numpy().tobytes()
 
 
-def write(path):
-    header, chunks, offset = {"__metadata__": {"framework": "pt"}}, [], 0
-    for name, tensor in expected().items():
-        data = to_bytes(tensor)
+def save_file(path, tensors, metadata=None):
+    """Writes `tensors` (a dict of name -> tensor) the way
+    safetensors.torch.save_file does; the parity tests use it too."""
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, tensor in tensors.items():
+        data = to_bytes(tensor.detach().cpu())
         header[name] = {"dtype": NAMES[tensor.dtype], "shape": list(tensor.shape),
                         "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
@@ -60,6 +64,10 @@ def write(path):
         f.write(encoded)
         for chunk in chunks:
             f.write(chunk)
+
+
+def write(path):
+    save_file(path, expected(), {"framework": "pt"})
 
 
 def check(path):

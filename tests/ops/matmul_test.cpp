@@ -98,6 +98,30 @@ TEST(Matmul, TransposedAndStridedOperands) {
   expect_matches(base_a.to(DType::f32), bt.to(DType::f32).t().t().t().contiguous().t(), 1e-5);
 }
 
+// Products above gemm's split threshold are cut into one block per thread
+// along the longer output dim; every transpose combination and both split
+// directions (wide and tall outputs, sizes not multiples of the block
+// alignment) must match the loops, on 1, 2 and 3 threads.
+TEST(Matmul, LargeProductsSplitOverThreads) {
+  const int saved = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{67, 301}, {301, 67}}) {
+      const int64_t k = 130;
+      Tensor a = uniform({m, k}, -1, 1, 21), b = uniform({k, n}, -1, 1, 22);
+      Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+      for (const Tensor& lhs : {a, at})
+        for (const Tensor& rhs : {b, bt}) {
+          expect_matches(lhs, rhs, 1e-11);
+          expect_matches(lhs.to(DType::f32), rhs.to(DType::f32), 1e-4);
+        }
+    }
+    // A batch of products, one per thread.
+    expect_matches(uniform({6, 40, 50}, -1, 1, 23), uniform({6, 50, 30}, -1, 1, 24), 1e-12);
+  }
+  set_num_threads(saved);
+}
+
 TEST(Matmul, EmptyDims) {
   Tensor zero_k = matmul(zeros({3, 0}), zeros({0, 4}));
   EXPECT_EQ(zero_k.shape(), (Shape{3, 4}));

@@ -10,39 +10,19 @@ final parameters ("sgd.<name>", "adamw.<name>"); AdamW runs once more in f64
 ("adamw_f64.<name>"), the exact trajectory that f32 runs are measured against. tests/parity/parity_test.cpp
 rebuilds the same models in Tessera from these weights and compares.
 
-PyTorch from Debian (1.13) has no safetensors package, so the format
-(8-byte little-endian header length, JSON header, raw little-endian data) is
-written here directly.
+PyTorch from Debian (1.13) has no safetensors package, so the files are
+written by tests/io/torch_safetensors.py, which packs the format by hand.
 
 Usage: python3 tests/parity/torch_reference.py OUTDIR
 """
-import json
 import os
-import struct
 import sys
 
 import torch
 import torch.nn as nn
 
-DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
-          torch.uint8: "U8", torch.bool: "BOOL"}
-
-
-def save_safetensors(path, tensors):
-    header, chunks, offset = {}, [], 0
-    for name, tensor in tensors.items():
-        data = tensor.detach().contiguous().cpu().numpy().tobytes()
-        header[name] = {"dtype": DTYPES[tensor.dtype], "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
-    encoded = json.dumps(header).encode()
-    encoded += b" " * (-len(encoded) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(encoded)))
-        f.write(encoded)
-        for chunk in chunks:
-            f.write(chunk)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+from torch_safetensors import save_file as save_safetensors  # noqa: E402
 
 
 def mlp():

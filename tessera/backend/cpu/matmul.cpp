@@ -119,9 +119,19 @@ void blas_matmul(Tensor a, Tensor b, Tensor& out) {
       return;
     }
   }
-  for_each_batch(batch, sa, sb, [&](int64_t i, int64_t off_a, int64_t off_b) {
-    gemm<T>(la->transpose, lb->transpose, m, n, k, T(1), pa + off_a, la->ld, pb + off_b, lb->ld,
-            T(0), pc + i * m * n, n);
+  std::vector<int64_t> offsets_a, offsets_b;
+  for_each_batch(batch, sa, sb, [&](int64_t, int64_t off_a, int64_t off_b) {
+    offsets_a.push_back(off_a);
+    offsets_b.push_back(off_b);
+  });
+  // One product per batch entry, spread over the pool (each then runs on one
+  // thread: gemm called inside parallel_for does not split again).
+  const int64_t count = static_cast<int64_t>(offsets_a.size());
+  parallel_for(0, count, count > 1 ? 1 : 2, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      gemm<T>(la->transpose, lb->transpose, m, n, k, T(1), pa + offsets_a[i], la->ld,
+              pb + offsets_b[i], lb->ld, T(0), pc + i * m * n, n);
+    }
   });
 }
 
