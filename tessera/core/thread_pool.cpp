@@ -10,13 +10,15 @@
 #include <thread>
 #include <vector>
 
+#ifdef TESSERA_OPENMP
+#include <omp.h>
+#endif
+
 namespace tessera {
 
 void set_blas_num_threads(int count);  // backend/cpu/gemm.cpp
 
 namespace {
-
-thread_local bool inside_worker = false;
 
 int default_thread_count() {
   if (const char* env = std::getenv("TESSERA_NUM_THREADS")) {
@@ -26,9 +28,13 @@ int default_thread_count() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Workers sleep on a condition variable between jobs (no spinning, so they
-// never compete with other threads for the cores). A job is a chunked range; each
-// participant claims chunk indices from an atomic counter.
+#ifndef TESSERA_OPENMP
+thread_local bool inside_worker = false;
+
+// Without OpenMP: our own pool. Workers sleep on a condition variable between
+// jobs (no spinning, so they never compete with other threads for the
+// cores). A job is a chunked range; each participant claims chunk indices
+// from an atomic counter.
 class ThreadPool {
  public:
   explicit ThreadPool(int count) { resize(count); }
@@ -136,7 +142,69 @@ ThreadPool& pool() {
   return *instance;
 }
 
+#else  // TESSERA_OPENMP
+// With oneDNN in the build, its OpenMP team runs the convolutions, and an
+// OpenMP worker spins for a while after every parallel region. A second pool
+// of our own would then fight those spinning threads for the cores (measured:
+// our workers got a fifth of a core during a CNN step). So parallel_for runs
+// on the same OpenMP team, as ATen's does: one set of threads for all work.
+int& openmp_thread_count() {
+  static int count = [] {
+    const int initial = default_thread_count();
+    set_blas_num_threads(initial);
+    return initial;
+  }();
+  return count;
+}
+
+void run_chunks(int64_t begin, int64_t length, int64_t chunks, int threads,
+                const std::function<void(int64_t, int64_t)>& fn) {
+  std::atomic<int64_t> next_chunk{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    for (;;) {
+      const int64_t chunk = next_chunk.fetch_add(1);
+      if (chunk >= chunks) break;
+      try {
+        fn(begin + length * chunk / chunks, begin + length * (chunk + 1) / chunks);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+#endif
+
 }  // namespace
+
+#ifdef TESSERA_OPENMP
+
+int num_threads() { return openmp_thread_count(); }
+
+void set_num_threads(int count) {
+  openmp_thread_count() = std::max(1, count);
+  set_blas_num_threads(openmp_thread_count());
+}
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t length = end - begin;
+  if (length <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int threads = num_threads();
+  const int64_t chunks = std::min<int64_t>(4 * threads, (length + grain - 1) / grain);
+  if (chunks <= 1 || threads == 1 || omp_in_parallel()) {
+    fn(begin, end);
+    return;
+  }
+  run_chunks(begin, length, chunks, threads, fn);
+}
+
+#else
 
 int num_threads() { return pool().size(); }
 
@@ -160,5 +228,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
   int64_t chunks = std::min<int64_t>(4 * threads.size(), (length + grain - 1) / grain);
   if (chunks <= 1 || !threads.run(begin, end, chunks, fn)) fn(begin, end);
 }
+
+#endif
 
 }  // namespace tessera

@@ -19,6 +19,9 @@ const PoolCase kCases[] = {
     {{3, 5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
     {{2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 0}, {1, 1}},
     {{1, 1, 4, 4}, {1, 1}, {1, 1}, {0, 0}, {1, 1}},
+    // The tiled 2x2 / stride 2 fast path, odd sizes leaving an edge uncovered.
+    {{2, 3, 7, 9}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
+    {{1, 2, 8, 6}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
 };
 
 // Visits every (plane, oy, ox) window as the list of flat indices of its
