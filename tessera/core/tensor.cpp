@@ -1,12 +1,19 @@
 #include "tessera/core/tensor.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace tessera {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  // The byte count, and the strides (which skip zero dims, so a shape with a
+  // zero can still overflow them), must fit in int64.
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
   for (int64_t size : shape) {
     TESSERA_CHECK(size >= 0, "[empty] negative size in shape ", shape_str(shape));
+    TESSERA_CHECK(!__builtin_mul_overflow(bytes, std::max<int64_t>(size, 1), &bytes),
+                  "[empty] shape ", shape_str(shape), " of ", dtype_name(dtype),
+                  " is too large: its size in bytes overflows 64 bits");
   }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(

@@ -149,6 +149,15 @@ TEST(Tensor, HandlesShareStateAndReportMetadata) {
   EXPECT_THROW(Tensor::from_vector<int64_t>({1}, {1}).set_requires_grad(), Error);
 }
 
+TEST(Tensor, EmptyRejectsShapesWhoseSizeOverflows) {
+  const int64_t huge = int64_t{1} << 40;
+  EXPECT_HAS(error_of([&] { Tensor::empty({huge, huge}); }), "too large");
+  // A zero dim makes numel 0, but the strides of the other dims still overflow.
+  EXPECT_HAS(error_of([&] { Tensor::empty({0, huge, huge}); }), "too large");
+  EXPECT_HAS(error_of([] { Tensor::empty({-1, 2}); }), "negative size");
+  EXPECT_EQ(Tensor::empty({0, 1 << 20, 1 << 10}).numel(), 0);
+}
+
 TEST(Dispatch, MissingKernelNamesOpAndDtype) {
   Tensor half = ones({2}, DType::f16);
   try {
