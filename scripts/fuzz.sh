@@ -55,7 +55,7 @@ fuzz() {
   echo "== fuzzing ${target} for ${seconds} s"
   mkdir -p "$build/${target}_corpus"
   "$build/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$build/${target}-" \
+    -malloc_limit_mb=512 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$build/${target}-" \
     "$@" "$build/${target}_corpus" "$seed_folder"
 }
 fuzz idx "$seeds" "$@"
