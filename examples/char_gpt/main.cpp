@@ -1,8 +1,8 @@
 // Trains a small decoder-only transformer on the text of Debian's `fortunes`
 // package, one byte per token, and prints generated fortunes as it learns.
 //
-//   ./build/examples/char_gpt [--steps 1000] [--batch-size 32] [--context 64]
-//       [--d-model 128] [--heads 4] [--layers 4] [--lr 0.001] [--sample-every 250]
+//   ./build/examples/char_gpt [--steps 2000] [--batch-size 32] [--context 64]
+//       [--d-model 128] [--heads 4] [--layers 4] [--lr 0.001] [--sample-every 500]
 //       [--text FILE] [--seed 0]   (--help lists all)
 #include <cstdio>
 #include <cstdlib>
@@ -18,14 +18,14 @@ using namespace tessera;
 namespace {
 
 struct Options {
-  int64_t steps = 1000;
+  int64_t steps = 2000;
   int64_t batch_size = 32;
   int64_t context = 64;
   int64_t d_model = 128;
   int64_t heads = 4;
   int64_t layers = 4;
   double lr = 1e-3;
-  int64_t sample_every = 250;
+  int64_t sample_every = 500;
   std::string text;  // a text file instead of the fortunes
   uint64_t seed = 0;
 };
