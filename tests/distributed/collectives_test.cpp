@@ -143,6 +143,20 @@ TEST(CollectivesFailureTest, LostPeerEndsTheOtherRanksWithinTheTimeout) {
   EXPECT_LT(job.elapsed, 10s);  // the 5 s timeout plus start-up, not the 30 s deadline
 }
 
+TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
+  constexpr int kWorldSize = 3;
+  // The stalled rank sleeps 2.5 s; the others must give up after their 1 s timeout.
+  JobResult job = run_job(kWorldSize, "stall", 1, 30s);
+  for (int rank = 0; rank < kWorldSize - 1; ++rank) {
+    EXPECT_EQ(job.ranks[rank].exit_code, 1) << job.ranks[rank].stderr_text;
+    EXPECT_NE(job.ranks[rank].stderr_text.find("[all_reduce] rank " + std::to_string(rank) +
+                                                " of 3 timed out after 1000 ms"),
+              std::string::npos)
+        << job.ranks[rank].stderr_text;
+  }
+  EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 0);
+}
+
 TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   Environment env;  // rank 0 of 1, no TESSERA_RDZV
   env.timeout = 5s;

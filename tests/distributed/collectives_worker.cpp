@@ -4,13 +4,16 @@
 // first mismatch to stderr and exits 1. Modes (argv[1]):
 //   all        every collective (default)
 //   die_early  the last rank exits before an all_reduce the others enter
+//   stall      the last rank sleeps past the timeout instead of entering it
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -190,6 +193,17 @@ int main(int argc, char** argv) {
     if (mode == "die_early") {
       group->barrier();
       if (group->rank() == group->size() - 1) std::_Exit(3);
+      Tensor t = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(t);
+      std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
+      return 2;
+    }
+    if (mode == "stall") {
+      group->barrier();
+      if (group->rank() == group->size() - 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        std::_Exit(0);
+      }
       Tensor t = Tensor::from_vector<float>({1.0f}, {1});
       group->all_reduce(t);
       std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
