@@ -30,8 +30,8 @@ void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>
 
 void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
                 const std::string& where) {
-  TESSERA_CHECK(peer >= 0 && peer < size, "[", op, "] ", where, ": rank ", peer,
-                " is outside [0, ", size, ")");
+  TESSERA_CHECK(peer >= 0 && peer < size, "[", op, "] ", where, ": rank ", peer, " is outside [0, ",
+                size, ")");
   TESSERA_CHECK(allow_self || peer != rank, "[", op, "] ", where,
                 ": cannot send to or receive from itself (peer ", peer, ")");
 }
@@ -65,7 +65,9 @@ std::string Layout::str() const {
   return text + "] (" + std::to_string(row_bytes) + " bytes per row)";
 }
 
-std::vector<int64_t> Layout::encode() const { return {dtype, ndim, rows, row_bytes, trailing_hash}; }
+std::vector<int64_t> Layout::encode() const {
+  return {dtype, ndim, rows, row_bytes, trailing_hash};
+}
 
 Layout Layout::decode(const std::vector<int64_t>& all, int peer, size_t stride) {
   const int64_t* p = all.data() + static_cast<size_t>(peer) * stride;

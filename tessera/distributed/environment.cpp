@@ -88,8 +88,8 @@ void read_rendezvous(Environment& env) {
     TESSERA_CHECK(colon != std::string::npos && colon > 0, "[Environment] TESSERA_RDZV='", *url,
                   "' must look like redis://host:port");
     int port = parse_int("TESSERA_RDZV port", rest.substr(colon + 1));
-    TESSERA_CHECK(port > 0 && port < 65536, "[Environment] TESSERA_RDZV='", *url, "': port ",
-                  port, " is outside [1, 65535]");
+    TESSERA_CHECK(port > 0 && port < 65536, "[Environment] TESSERA_RDZV='", *url, "': port ", port,
+                  " is outside [1, 65535]");
   } else {
     TESSERA_FAIL("[Environment] TESSERA_RDZV='", *url,
                  "' has an unknown scheme; valid: file:///abs/dir, redis://host:port");
@@ -108,7 +108,8 @@ Environment Environment::from_env() {
   } else if (get_var(kSlurm.rank)) {
     read_ranks(kSlurm, env);
   } else {
-    TESSERA_CHECK(!get_var(kTessera.world_size), "[Environment] WORLD_SIZE is set but RANK is not; "
+    TESSERA_CHECK(!get_var(kTessera.world_size),
+                  "[Environment] WORLD_SIZE is set but RANK is not; "
                   "set both");
   }
   read_rendezvous(env);

@@ -21,7 +21,9 @@ using Clock = std::chrono::steady_clock;
 // enough that waiting ranks do not compete with working ones for the CPU.
 constexpr auto kPollInterval = std::chrono::milliseconds(2);
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 // Writes all bytes, retrying short writes and EINTR.
 bool write_all(int fd, const char* data, size_t size) {
@@ -124,12 +126,14 @@ bool FileStore::try_read(const std::string& key, std::vector<char>& value) const
 std::vector<char> FileStore::get(const std::string& key) {
   wait({key}, timeout_);
   std::vector<char> value;
-  TESSERA_CHECK(try_read(key, value), "[FileStore] key '", key, "' vanished from '",
-                directory_, "' after it appeared");
+  TESSERA_CHECK(try_read(key, value), "[FileStore] key '", key, "' vanished from '", directory_,
+                "' after it appeared");
   return value;
 }
 
-bool FileStore::check(const std::string& key) { return ::access(path_of(key).c_str(), F_OK) == 0; }
+bool FileStore::check(const std::string& key) {
+  return ::access(path_of(key).c_str(), F_OK) == 0;
+}
 
 void FileStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   const auto start = Clock::now();
@@ -139,8 +143,7 @@ void FileStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
       ++next;
       continue;
     }
-    const auto waited =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (waited >= timeout) {
       std::string missing;
       for (size_t i = next; i < keys.size(); ++i) {
@@ -176,8 +179,8 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
     } catch (const std::exception&) {
       used = 0;
     }
-    TESSERA_CHECK(used == text.size() && !text.empty(), "[FileStore] add: key '", key,
-                  "' holds '", text.substr(0, 40), "', not a decimal counter");
+    TESSERA_CHECK(used == text.size() && !text.empty(), "[FileStore] add: key '", key, "' holds '",
+                  text.substr(0, 40), "', not a decimal counter");
   }
   TESSERA_CHECK(!__builtin_add_overflow(value, delta, &value), "[FileStore] add: key '", key,
                 "' would overflow int64 (", value, " + ", delta, ")");

@@ -13,9 +13,12 @@ namespace tessera::distributed {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::min:
+      return "min";
   }
   return "unknown";
 }
@@ -28,11 +31,10 @@ std::shared_ptr<Store> open_store(const Environment& env) {
   if (env.rendezvous.empty()) {
     TESSERA_CHECK(env.world_size == 1, "[init_process_group] no rendezvous (TESSERA_RDZV) for ",
                   env.world_size, " ranks; set TESSERA_RDZV=file:///shared/dir");
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "tessera-rdzv-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-rdzv-XXXXXX").string();
     TESSERA_CHECK(::mkdtemp(pattern.data()) != nullptr,
-                  "[init_process_group] cannot create a private rendezvous folder from '",
-                  pattern, "'");
+                  "[init_process_group] cannot create a private rendezvous folder from '", pattern,
+                  "'");
     return std::make_shared<FileStore>(pattern, env.timeout);
   }
   if (env.rendezvous.rfind(file_prefix, 0) == 0) {

@@ -71,11 +71,10 @@ JobResult run_job(int world_size, const std::string& mode, int timeout_s,
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     const std::string log = (dir / ("stderr." + std::to_string(rank))).string();
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = -1;
-    const int error = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(),
-                                  envp.data());
+    const int error =
+        posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     EXPECT_EQ(error, 0) << "cannot start " << program;
     pids.push_back(error == 0 ? pid : -1);
@@ -150,7 +149,7 @@ TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
   for (int rank = 0; rank < kWorldSize - 1; ++rank) {
     EXPECT_EQ(job.ranks[rank].exit_code, 1) << job.ranks[rank].stderr_text;
     EXPECT_NE(job.ranks[rank].stderr_text.find("[all_reduce] rank " + std::to_string(rank) +
-                                                " of 3 timed out after 1000 ms"),
+                                               " of 3 timed out after 1000 ms"),
               std::string::npos)
         << job.ranks[rank].stderr_text;
   }

@@ -25,10 +25,11 @@ namespace {
 
 int g_rank = 0;
 
-#define EXPECT_WORKER(cond, ...)                                                           \
-  do {                                                                                     \
-    if (!(cond)) TESSERA_FAIL("rank ", g_rank, " check failed at line ", __LINE__, ": ", \
-                              #cond, " ", ##__VA_ARGS__);                                  \
+#define EXPECT_WORKER(cond, ...)                                                          \
+  do {                                                                                    \
+    if (!(cond))                                                                          \
+      TESSERA_FAIL("rank ", g_rank, " check failed at line ", __LINE__, ": ", #cond, " ", \
+                   ##__VA_ARGS__);                                                        \
   } while (0)
 
 template <typename T>
@@ -55,11 +56,14 @@ void check_all_reduce(Group& group) {
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
     Tensor t = filled<T>({2, 3}, [&](int64_t i) { return r * 10 + i; });
     group.all_reduce(t, op);
-    expect_values<T>(t, [&](int64_t i) {
-      if (op == ReduceOp::max) return static_cast<double>((n - 1) * 10 + i);
-      if (op == ReduceOp::min) return static_cast<double>(i);
-      return static_cast<double>(10 * n * (n - 1) / 2 + n * i);
-    }, reduce_op_name(op));
+    expect_values<T>(
+        t,
+        [&](int64_t i) {
+          if (op == ReduceOp::max) return static_cast<double>((n - 1) * 10 + i);
+          if (op == ReduceOp::min) return static_cast<double>(i);
+          return static_cast<double>(10 * n * (n - 1) / 2 + n * i);
+        },
+        reduce_op_name(op));
   }
 }
 
@@ -71,7 +75,8 @@ void check_all_gather(Group& group) {
   EXPECT_WORKER(static_cast<int>(all.size()) == n);
   for (int k = 0; k < n; ++k) {
     EXPECT_WORKER(all[k].shape() == Shape({2, 3}), shape_str(all[k].shape()));
-    expect_values<T>(all[k], [&](int64_t i) { return k * 7 + i; }, "all_gather");
+    expect_values<T>(
+        all[k], [&](int64_t i) { return k * 7 + i; }, "all_gather");
   }
 }
 
@@ -82,22 +87,28 @@ void check_uneven(Group& group) {
   std::vector<Tensor> all = group.all_gather_uneven(t);
   for (int k = 0; k < n; ++k) {
     EXPECT_WORKER(all[k].shape() == Shape({k, 2}), shape_str(all[k].shape()));
-    expect_values<int64_t>(all[k], [&](int64_t i) { return k * 100 + i; }, "all_gather_uneven");
+    expect_values<int64_t>(
+        all[k], [&](int64_t i) { return k * 100 + i; }, "all_gather_uneven");
   }
   // Rows to rank j: (r + j) % 3; values name sender and receiver.
   std::vector<Tensor> inputs;
   for (int j = 0; j < n; ++j) {
-    inputs.push_back(filled<float>({(r + j) % 3, 2}, [&](int64_t i) { return r * 1000 + j * 100 + i; }));
+    inputs.push_back(
+        filled<float>({(r + j) % 3, 2}, [&](int64_t i) { return r * 1000 + j * 100 + i; }));
   }
   std::vector<Tensor> got = group.all_to_all(inputs);
   for (int k = 0; k < n; ++k) {
     EXPECT_WORKER(got[k].shape() == Shape({(k + r) % 3, 2}), shape_str(got[k].shape()));
-    expect_values<float>(got[k], [&](int64_t i) { return k * 1000 + r * 100 + i; }, "all_to_all");
+    expect_values<float>(
+        got[k], [&](int64_t i) { return k * 1000 + r * 100 + i; }, "all_to_all");
   }
   std::vector<Tensor> bytes;
-  for (int j = 0; j < n; ++j) bytes.push_back(filled<uint8_t>({1}, [&](int64_t) { return r * 16 + j; }));
+  for (int j = 0; j < n; ++j)
+    bytes.push_back(filled<uint8_t>({1}, [&](int64_t) { return r * 16 + j; }));
   got = group.all_to_all(bytes);
-  for (int k = 0; k < n; ++k) expect_values<uint8_t>(got[k], [&](int64_t) { return k * 16 + r; }, "u8");
+  for (int k = 0; k < n; ++k)
+    expect_values<uint8_t>(
+        got[k], [&](int64_t) { return k * 16 + r; }, "u8");
 }
 
 void check_reduce_scatter(Group& group) {
@@ -107,10 +118,12 @@ void check_reduce_scatter(Group& group) {
     inputs.push_back(filled<double>({3}, [&](int64_t i) { return r * 1000 + j * 10 + i; }));
   }
   Tensor sum = group.reduce_scatter(inputs, ReduceOp::sum);
-  expect_values<double>(sum, [&](int64_t i) { return 1000.0 * n * (n - 1) / 2 + n * (r * 10 + i); },
-                        "reduce_scatter sum");
+  expect_values<double>(
+      sum, [&](int64_t i) { return 1000.0 * n * (n - 1) / 2 + n * (r * 10 + i); },
+      "reduce_scatter sum");
   Tensor max = group.reduce_scatter(inputs, ReduceOp::max);
-  expect_values<double>(max, [&](int64_t i) { return (n - 1) * 1000 + r * 10 + i; }, "max");
+  expect_values<double>(
+      max, [&](int64_t i) { return (n - 1) * 1000 + r * 10 + i; }, "max");
 }
 
 void check_broadcast_p2p_barrier(Group& group) {
@@ -118,7 +131,8 @@ void check_broadcast_p2p_barrier(Group& group) {
   const int root = n - 1;
   Tensor t = filled<double>({4}, [&](int64_t i) { return r == root ? 7.5 + i : -1.0; });
   group.broadcast(t, root);
-  expect_values<double>(t, [&](int64_t i) { return 7.5 + i; }, "broadcast");
+  expect_values<double>(
+      t, [&](int64_t i) { return 7.5 + i; }, "broadcast");
   if (n >= 2) {
     Tensor out = filled<int32_t>({5}, [&](int64_t i) { return r * 3 + i; });
     Tensor in = Tensor::empty({5}, DType::i32);
@@ -130,7 +144,8 @@ void check_broadcast_p2p_barrier(Group& group) {
       group.recv(in, prev, 3);
       group.send(out, next, 3);
     }
-    expect_values<int32_t>(in, [&](int64_t i) { return prev * 3 + i; }, "send/recv ring");
+    expect_values<int32_t>(
+        in, [&](int64_t i) { return prev * 3 + i; }, "send/recv ring");
   }
   group.barrier();
 }

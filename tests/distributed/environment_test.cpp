@@ -14,11 +14,22 @@ namespace {
 
 using tessera::testing::error_of;
 
-const char* const kVariables[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TESSERA_RDZV", "TESSERA_TIMEOUT_S",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_NTASKS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"};
+const char* const kVariables[] = {"RANK",
+                                  "WORLD_SIZE",
+                                  "LOCAL_RANK",
+                                  "LOCAL_WORLD_SIZE",
+                                  "TESSERA_RDZV",
+                                  "TESSERA_TIMEOUT_S",
+                                  "OMPI_COMM_WORLD_RANK",
+                                  "OMPI_COMM_WORLD_SIZE",
+                                  "OMPI_COMM_WORLD_LOCAL_RANK",
+                                  "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                  "SLURM_PROCID",
+                                  "SLURM_NTASKS",
+                                  "SLURM_LOCALID",
+                                  "SLURM_NTASKS_PER_NODE",
+                                  "MASTER_ADDR",
+                                  "MASTER_PORT"};
 
 // Clears the launcher variables for one test and restores them afterwards.
 class EnvironmentTest : public ::testing::Test {
@@ -94,8 +105,7 @@ TEST_F(EnvironmentTest, ErrorsNameTheVariableAndValue) {
   EXPECT_NE(error_of([] { Environment::from_env(); }).find("TESSERA_RDZV is not set"),
             std::string::npos);
   set("MASTER_ADDR", "10.0.0.1");
-  EXPECT_NE(error_of([] { Environment::from_env(); }).find("not supported yet"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { Environment::from_env(); }).find("not supported yet"), std::string::npos);
   set("TESSERA_RDZV", "file://relative/dir");
   EXPECT_NE(error_of([] { Environment::from_env(); }).find("absolute path"), std::string::npos);
   set("TESSERA_RDZV", "tcp://host:1");

@@ -28,7 +28,9 @@ class FileStoreTest : public ::testing::Test {
   std::string dir_;
 };
 
-std::vector<char> bytes(const std::string& text) { return {text.begin(), text.end()}; }
+std::vector<char> bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
 
 TEST_F(FileStoreTest, SetThenGetRoundTripsAnyKeyAndBinaryValue) {
   FileStore store(dir_, 1s);

@@ -35,7 +35,8 @@ class StoreAdapter : public gloo::rendezvous::Store {
   }
   std::vector<char> get(const std::string& key) override { return store_.get(prefix_ + key); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, store_.timeout()); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
     std::vector<std::string> full;
     for (const auto& key : keys) full.push_back(prefix_ + key);
     store_.wait(full, timeout);
@@ -78,7 +79,10 @@ std::string host_port(const std::vector<char>& bytes) {
 
 GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
                      std::chrono::milliseconds timeout, std::string hostname)
-    : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank), size_(size),
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
       timeout_(timeout) {
   TESSERA_CHECK(store_ != nullptr, "[init_process_group] the store is null");
   TESSERA_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, "[init_process_group] rank ", rank_,
@@ -99,8 +103,12 @@ GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
 GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
                      std::chrono::milliseconds timeout,
                      std::shared_ptr<gloo::transport::Device> device)
-    : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank), size_(size),
-      timeout_(timeout), device_(std::move(device)) {
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      device_(std::move(device)) {
   connect("split");
 }
 
@@ -140,8 +148,7 @@ int GlooGroup::peer_in_message(const std::string& message) const {
   for (int peer = 0; peer < static_cast<int>(peer_addresses_.size()); ++peer) {
     const std::string& address = peer_addresses_[peer];
     if (address.empty()) continue;
-    for (size_t at = text.find(address); at != std::string::npos;
-         at = text.find(address, at + 1)) {
+    for (size_t at = text.find(address); at != std::string::npos; at = text.find(address, at + 1)) {
       const size_t end = at + address.size();
       if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return peer;
     }
@@ -162,11 +169,11 @@ void GlooGroup::run(const char* op, Fn&& fn) {
   } catch (const std::exception& error) {
     message = error.what();
   }
-  const bool timed_out = message.find("imed out") != std::string::npos ||
-                         message.find("imeout") != std::string::npos;
+  const bool timed_out =
+      message.find("imed out") != std::string::npos || message.find("imeout") != std::string::npos;
   const int peer = peer_in_message(message);
-  std::string what = timed_out ? str_cat("timed out after ", timeout_.count(), " ms")
-                               : std::string("failed");
+  std::string what =
+      timed_out ? str_cat("timed out after ", timeout_.count(), " ms") : std::string("failed");
   // The peer named is the one whose connection broke; it may itself have
   // failed because another rank died first.
   if (peer >= 0) what += str_cat("; lost the connection to rank ", peer);
@@ -303,9 +310,9 @@ Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
   const size_t count = static_cast<size_t>(result.numel());
   TESSERA_DISPATCH_NUMERIC(result.dtype(), "reduce_scatter", [&] {
     for (int peer = 1; peer < size_; ++peer) {
-      TESSERA_CHECK(pieces[peer].shape() == result.shape(), "[reduce_scatter] ", where(),
-                    ": rank ", peer, " sent shape ", shape_str(pieces[peer].shape()),
-                    " but rank 0 sent ", shape_str(result.shape()), "; all must match");
+      TESSERA_CHECK(pieces[peer].shape() == result.shape(), "[reduce_scatter] ", where(), ": rank ",
+                    peer, " sent shape ", shape_str(pieces[peer].shape()), " but rank 0 sent ",
+                    shape_str(result.shape()), "; all must match");
       reduce_values<scalar_t>(op, result.raw_data(), result.raw_data(), pieces[peer].raw_data(),
                               count);
     }
