@@ -1,0 +1,106 @@
+#include "tessera/distributed/collective_checks.h"
+
+#include "tessera/core/error.h"
+
+namespace tessera::distributed {
+namespace {
+
+std::string dtype_list(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (DType dtype : dtypes) text += (text.empty() ? "" : ", ") + std::string(dtype_name(dtype));
+  return text;
+}
+
+}  // namespace
+
+void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>& allowed,
+                  const std::string& where) {
+  TESSERA_CHECK(tensor.defined(), "[", op, "] ", where, ": the tensor is undefined");
+  TESSERA_CHECK(tensor.device().type == DeviceType::cpu, "[", op, "] ", where,
+                ": needs a CPU tensor, got ", device_str(tensor.device()),
+                " (the Gloo backend moves CPU memory)");
+  TESSERA_CHECK(tensor.is_contiguous(), "[", op, "] ", where, ": needs a contiguous tensor, got ",
+                shape_str(tensor.shape()), " with strides ", shape_str(tensor.strides()),
+                "; call .contiguous() first");
+  bool ok = false;
+  for (DType dtype : allowed) ok = ok || dtype == tensor.dtype();
+  TESSERA_CHECK(ok, "[", op, "] ", where, ": dtype ", dtype_name(tensor.dtype()), " of ",
+                shape_str(tensor.shape()), " is not supported; valid: ", dtype_list(allowed));
+}
+
+void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
+                const std::string& where) {
+  TESSERA_CHECK(peer >= 0 && peer < size, "[", op, "] ", where, ": rank ", peer, " is outside [0, ",
+                size, ")");
+  TESSERA_CHECK(allow_self || peer != rank, "[", op, "] ", where,
+                ": cannot send to or receive from itself (peer ", peer, ")");
+}
+
+void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
+                    const std::vector<DType>& allowed, bool same_shape, const std::string& where) {
+  TESSERA_CHECK(static_cast<int>(inputs.size()) == size, "[", op, "] ", where, ": got ",
+                inputs.size(), " tensors; needs one per rank (", size, ")");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_tensor(op, inputs[i], allowed, where);
+    TESSERA_CHECK(inputs[i].dim() >= 1, "[", op, "] ", where, ": inputs[", i,
+                  "] is 0-d; needs at least one dimension");
+    const Tensor& first = inputs[0];
+    bool match = inputs[i].dtype() == first.dtype() && inputs[i].dim() == first.dim();
+    for (int64_t d = same_shape ? 0 : 1; match && d < first.dim(); ++d) {
+      match = inputs[i].size(d) == first.size(d);
+    }
+    TESSERA_CHECK(match, "[", op, "] ", where, ": inputs[", i, "] is ",
+                  dtype_name(inputs[i].dtype()), " ", shape_str(inputs[i].shape()),
+                  " but inputs[0] is ", dtype_name(first.dtype()), " ", shape_str(first.shape()),
+                  same_shape ? "; all must have one shape and dtype"
+                             : "; all must share dtype and dims after the first");
+  }
+}
+
+std::string Layout::str() const {
+  std::string text = dtype_name(static_cast<DType>(dtype));
+  if (ndim == 0) return text + " []";
+  text += " [" + std::to_string(rows);
+  for (int64_t d = 1; d < ndim; ++d) text += ", ...";
+  return text + "] (" + std::to_string(row_bytes) + " bytes per row)";
+}
+
+std::vector<int64_t> Layout::encode() const {
+  return {dtype, ndim, rows, row_bytes, trailing_hash};
+}
+
+Layout Layout::decode(const std::vector<int64_t>& all, int peer, size_t stride) {
+  const int64_t* p = all.data() + static_cast<size_t>(peer) * stride;
+  return Layout{p[0], p[1], p[2], p[3], p[4]};
+}
+
+Layout layout_of(const Tensor& tensor) {
+  Layout layout;
+  layout.dtype = static_cast<int64_t>(tensor.dtype());
+  layout.ndim = tensor.dim();
+  layout.rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  int64_t row = 1;
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the trailing dims
+  for (int64_t d = 1; d < tensor.dim(); ++d) {
+    row *= tensor.size(d);
+    hash = (hash ^ static_cast<uint64_t>(tensor.size(d))) * 1099511628211ull;
+  }
+  layout.row_bytes = row * static_cast<int64_t>(dtype_size(tensor.dtype()));
+  layout.trailing_hash = static_cast<int64_t>(hash);
+  return layout;
+}
+
+void check_compatible(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
+                      bool equal_shapes, const std::string& where) {
+  const bool match = mine.dtype == theirs.dtype && mine.ndim == theirs.ndim &&
+                     mine.row_bytes == theirs.row_bytes &&
+                     mine.trailing_hash == theirs.trailing_hash &&
+                     (!equal_shapes || mine.rows == theirs.rows);
+  TESSERA_CHECK(match, "[", op, "] ", where, ": rank ", rank, " has ", mine.str(), " but rank ",
+                peer, " has ", theirs.str(),
+                equal_shapes ? "; all ranks need one shape and dtype (all_gather_uneven allows "
+                               "dim 0 to differ)"
+                             : "; ranks may differ only in dim 0");
+}
+
+}  // namespace tessera::distributed

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/tensor.h"
+
+// Input validation shared by the Group backends. Messages start with
+// "[op]" and name the calling rank ("rank r of n").
+namespace tessera::distributed {
+
+// Dtypes a reduction accepts, and those that are only moved.
+inline const std::vector<DType> kReduceDTypes = {DType::f32, DType::f64, DType::i64, DType::i32};
+inline const std::vector<DType> kMoveDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
+                                               DType::u8};
+
+// Throws unless `tensor` is defined, on the CPU, contiguous and of an allowed dtype.
+void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>& allowed,
+                  const std::string& where);
+// Throws unless 0 <= peer < size (and peer != rank unless allow_self).
+void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
+                const std::string& where);
+// One tensor per rank, all of one dtype and trailing shape (or one shape when same_shape).
+void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
+                    const std::vector<DType>& allowed, bool same_shape, const std::string& where);
+
+// What ranks exchange before moving bytes, so mismatches raise instead of corrupting.
+struct Layout {
+  static constexpr size_t kFields = 5;
+  int64_t dtype = 0;
+  int64_t ndim = 0;
+  int64_t rows = 0;           // dim 0 (1 for a 0-d tensor)
+  int64_t row_bytes = 0;      // bytes per dim-0 slice
+  int64_t trailing_hash = 0;  // hash of dims 1..n-1
+  // Shape text for messages: "[rows, ...]" with the trailing dims elided.
+  std::string str() const;
+  // kFields integers.
+  std::vector<int64_t> encode() const;
+  // Reads rank `peer`'s layout from gathered records of `stride` integers.
+  static Layout decode(const std::vector<int64_t>& all, int peer, size_t stride = kFields);
+};
+
+// The layout of a contiguous tensor.
+Layout layout_of(const Tensor& tensor);
+// Throws unless `theirs` (from rank `peer`) matches `mine` in dtype and
+// trailing shape, and in rows too when equal_shapes.
+void check_compatible(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
+                      bool equal_shapes, const std::string& where);
+
+}  // namespace tessera::distributed

@@ -1,0 +1,128 @@
+#include "tessera/distributed/environment.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "tessera/core/error.h"
+
+namespace tessera::distributed {
+namespace {
+
+std::optional<std::string> get_var(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+// Parses a whole decimal integer; the error names the variable and value.
+int parse_int(const char* name, const std::string& text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, error] = std::from_chars(text.data(), end, value);
+  TESSERA_CHECK(!text.empty() && error == std::errc() && ptr == end, "[Environment] ", name, "='",
+                text, "' is not an integer");
+  return value;
+}
+
+// One launcher's names for rank, world size, local rank and local world size.
+struct Names {
+  const char* rank;
+  const char* world_size;
+  const char* local_rank;
+  const char* local_world_size;
+};
+
+constexpr Names kTessera{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+constexpr Names kOpenMpi{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr Names kSlurm{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"};
+
+void read_ranks(const Names& names, Environment& env) {
+  auto world = get_var(names.world_size);
+  TESSERA_CHECK(world.has_value(), "[Environment] ", names.rank, " is set but ", names.world_size,
+                " is not; set both");
+  env.rank = parse_int(names.rank, *get_var(names.rank));
+  env.world_size = parse_int(names.world_size, *world);
+  TESSERA_CHECK(env.world_size >= 1, "[Environment] ", names.world_size, "=", env.world_size,
+                " must be at least 1");
+  TESSERA_CHECK(env.rank >= 0 && env.rank < env.world_size, "[Environment] ", names.rank, "=",
+                env.rank, " is outside [0, ", env.world_size, ") (", names.world_size, "=",
+                env.world_size, ")");
+  // Without local values, assume one machine: the local view is the global one.
+  auto local_rank = get_var(names.local_rank);
+  auto local_world = get_var(names.local_world_size);
+  env.local_rank = local_rank ? parse_int(names.local_rank, *local_rank) : env.rank;
+  env.local_world_size =
+      local_world ? parse_int(names.local_world_size, *local_world) : env.world_size;
+  TESSERA_CHECK(env.local_world_size >= 1 && env.local_world_size <= env.world_size,
+                "[Environment] ", names.local_world_size, "=", env.local_world_size,
+                " must be in [1, ", env.world_size, "] (", names.world_size, "=", env.world_size,
+                ")");
+  TESSERA_CHECK(env.local_rank >= 0 && env.local_rank < env.local_world_size, "[Environment] ",
+                names.local_rank, "=", env.local_rank, " is outside [0, ", env.local_world_size,
+                ")");
+}
+
+void read_rendezvous(Environment& env) {
+  auto url = get_var("TESSERA_RDZV");
+  if (!url) {
+    // A single process needs no shared store; init_process_group makes a private one.
+    if (env.world_size == 1) return;
+    TESSERA_CHECK(!get_var("MASTER_ADDR").has_value(),
+                  "[Environment] MASTER_ADDR/MASTER_PORT (a TCP store) is not supported yet; set "
+                  "TESSERA_RDZV=file:///shared/dir");
+    TESSERA_FAIL("[Environment] TESSERA_RDZV is not set (world size ", env.world_size,
+                 "); set it to file:///abs/dir, a folder every rank can see");
+  }
+  const std::string file_prefix = "file://";
+  const std::string redis_prefix = "redis://";
+  if (url->rfind(file_prefix, 0) == 0) {
+    TESSERA_CHECK(url->size() > file_prefix.size() && (*url)[file_prefix.size()] == '/',
+                  "[Environment] TESSERA_RDZV='", *url,
+                  "' needs an absolute path: file:///abs/dir");
+  } else if (url->rfind(redis_prefix, 0) == 0) {
+    const std::string rest = url->substr(redis_prefix.size());
+    const size_t colon = rest.rfind(':');
+    TESSERA_CHECK(colon != std::string::npos && colon > 0, "[Environment] TESSERA_RDZV='", *url,
+                  "' must look like redis://host:port");
+    int port = parse_int("TESSERA_RDZV port", rest.substr(colon + 1));
+    TESSERA_CHECK(port > 0 && port < 65536, "[Environment] TESSERA_RDZV='", *url, "': port ", port,
+                  " is outside [1, 65535]");
+  } else {
+    TESSERA_FAIL("[Environment] TESSERA_RDZV='", *url,
+                 "' has an unknown scheme; valid: file:///abs/dir, redis://host:port");
+  }
+  env.rendezvous = *url;
+}
+
+}  // namespace
+
+Environment Environment::from_env() {
+  Environment env;
+  if (get_var(kTessera.rank)) {
+    read_ranks(kTessera, env);
+  } else if (get_var(kOpenMpi.rank)) {
+    read_ranks(kOpenMpi, env);
+  } else if (get_var(kSlurm.rank)) {
+    read_ranks(kSlurm, env);
+  } else {
+    TESSERA_CHECK(!get_var(kTessera.world_size),
+                  "[Environment] WORLD_SIZE is set but RANK is not; "
+                  "set both");
+  }
+  read_rendezvous(env);
+  if (auto text = get_var("TESSERA_TIMEOUT_S")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text->c_str(), &end);
+    TESSERA_CHECK(!text->empty() && end == text->c_str() + text->size() && std::isfinite(seconds) &&
+                      seconds > 0 && seconds <= 1e7,
+                  "[Environment] TESSERA_TIMEOUT_S='", *text,
+                  "' must be a positive number of seconds (at most 1e7)");
+    env.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+  }
+  return env;
+}
+
+}  // namespace tessera::distributed

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/distributed/group.h"
+#include "tessera/distributed/store.h"
+
+// Gloo stays out of Tessera's public include graph (it is linked PRIVATE).
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace tessera::distributed {
+
+// The Gloo backend: a full mesh of TCP connections between the ranks,
+// rendezvoused through a Store. Every collective waits at most `timeout`.
+class GlooGroup : public Group {
+ public:
+  // Publishes this rank's address under `prefix` in `store`, waits for the
+  // others' and connects to them; `hostname` is the address peers dial
+  // ("127.0.0.1" when all ranks share a machine).
+  GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
+            std::chrono::milliseconds timeout, std::string hostname = "127.0.0.1");
+  ~GlooGroup() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum) override;
+  std::vector<Tensor> all_gather(const Tensor& tensor) override;
+  std::vector<Tensor> all_gather_uneven(const Tensor& tensor) override;
+  Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) override;
+  std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs) override;
+  void broadcast(Tensor& tensor, int root) override;
+  void send(const Tensor& tensor, int peer, int tag = 0) override;
+  void recv(Tensor& tensor, int peer, int tag = 0) override;
+  void barrier() override;
+  std::shared_ptr<Group> split(const std::vector<int>& ranks) override;
+
+ private:
+  // Shares the parent's TCP device; used by split().
+  GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
+            std::chrono::milliseconds timeout, std::shared_ptr<gloo::transport::Device> device);
+  void connect(const char* op);
+  // all_gather and all_gather_uneven: gathers shapes first, then bytes.
+  std::vector<Tensor> gather(const char* op, const Tensor& tensor, bool equal_shapes);
+  // Gathers `values.size()` int64 from every rank (the same count everywhere).
+  std::vector<int64_t> gather_int64(const char* op, const std::vector<int64_t>& values);
+  // Runs a Gloo call, turning its exceptions into tessera::Error naming `op` and the peer.
+  template <typename Fn>
+  void run(const char* op, Fn&& fn);
+  // "rank r of n" for messages.
+  std::string where() const;
+  // The rank whose address appears in a Gloo message, or -1.
+  int peer_in_message(const std::string& message) const;
+  uint32_t next_tag() { return tag_++; }
+
+  std::shared_ptr<Store> store_;
+  std::string prefix_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  std::vector<std::string> peer_addresses_;  // "ip:port" each rank listens on
+  uint32_t tag_ = 0;
+  std::map<std::vector<int>, int> split_counts_;  // same list, same count on every member
+};
+
+}  // namespace tessera::distributed

@@ -1,0 +1,65 @@
+#include "tessera/distributed/group.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tessera/core/error.h"
+#include "tessera/distributed/file_store.h"
+#include "tessera/distributed/gloo/gloo_group.h"
+
+namespace tessera::distributed {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::min:
+      return "min";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The store the rendezvous URL names; a lone process without one gets a private folder.
+std::shared_ptr<Store> open_store(const Environment& env) {
+  const std::string file_prefix = "file://";
+  if (env.rendezvous.empty()) {
+    TESSERA_CHECK(env.world_size == 1, "[init_process_group] no rendezvous (TESSERA_RDZV) for ",
+                  env.world_size, " ranks; set TESSERA_RDZV=file:///shared/dir");
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-rdzv-XXXXXX").string();
+    TESSERA_CHECK(::mkdtemp(pattern.data()) != nullptr,
+                  "[init_process_group] cannot create a private rendezvous folder from '", pattern,
+                  "'");
+    return std::make_shared<FileStore>(pattern, env.timeout);
+  }
+  if (env.rendezvous.rfind(file_prefix, 0) == 0) {
+    return std::make_shared<FileStore>(env.rendezvous.substr(file_prefix.size()), env.timeout);
+  }
+  TESSERA_FAIL("[init_process_group] rendezvous '", env.rendezvous,
+               "' is not supported yet; use file:///shared/dir (one machine or a shared folder)");
+}
+
+}  // namespace
+
+std::shared_ptr<Group> init_process_group(const Environment& env) {
+  TESSERA_CHECK(env.world_size >= 1 && env.rank >= 0 && env.rank < env.world_size,
+                "[init_process_group] rank ", env.rank, " is outside [0, ", env.world_size, ")");
+  std::shared_ptr<Store> store = open_store(env);
+  // Ranks on one machine talk over loopback; across machines peers dial the host name.
+  std::string hostname = "127.0.0.1";
+  if (env.local_world_size < env.world_size) {
+    char name[256] = {};
+    TESSERA_CHECK(::gethostname(name, sizeof(name) - 1) == 0,
+                  "[init_process_group] gethostname failed");
+    hostname = name;
+  }
+  return std::make_shared<GlooGroup>(store, "world/", env.rank, env.world_size, env.timeout,
+                                     hostname);
+}
+
+}  // namespace tessera::distributed

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "tessera/core/tensor.h"
+#include "tessera/distributed/environment.h"
+
+namespace tessera::distributed {
+
+// How all_reduce and reduce_scatter combine the ranks' values.
+enum class ReduceOp { sum, max, min };
+
+// "sum", "max", "min".
+const char* reduce_op_name(ReduceOp op);
+
+// A set of processes that run collectives together; one object per process.
+// Every rank of the group must call each collective in the same order. All
+// tensors are contiguous CPU tensors (reductions: f32, f64, i64, i32; data
+// movement also u8). A collective that cannot finish within the group's
+// timeout, or loses a peer, throws tessera::Error naming the op.
+class Group {
+ public:
+  virtual ~Group() = default;
+
+  // This process's index in [0, size()).
+  virtual int rank() const = 0;
+  // Number of processes in the group.
+  virtual int size() const = 0;
+
+  // Combines `tensor` elementwise across ranks, in place; every rank gets the result.
+  virtual void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum) = 0;
+  // Every rank's `tensor` (same shape and dtype everywhere), indexed by rank.
+  virtual std::vector<Tensor> all_gather(const Tensor& tensor) = 0;
+  // Like all_gather, but ranks may differ in dim 0 (trailing dims and dtype must agree).
+  virtual std::vector<Tensor> all_gather_uneven(const Tensor& tensor) = 0;
+  // inputs[j] (one per rank, same shape) is reduced across ranks into rank j's result.
+  virtual Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) = 0;
+  // Sends inputs[j] to rank j; result[i] is what rank i sent here. Dim 0 may differ.
+  virtual std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs) = 0;
+  // Overwrites `tensor` on every rank with root's (same shape and dtype everywhere).
+  virtual void broadcast(Tensor& tensor, int root) = 0;
+  // Sends `tensor` to `peer`; matched by a recv with the same tag. Blocks until sent.
+  virtual void send(const Tensor& tensor, int peer, int tag = 0) = 0;
+  // Receives into `tensor` (its size must match the sender's) from `peer`.
+  virtual void recv(Tensor& tensor, int peer, int tag = 0) = 0;
+  // Returns once every rank has entered the barrier.
+  virtual void barrier() = 0;
+  // A new group of `ranks` (indices in this group; the new rank is the
+  // position in the list). Only those ranks call it, with the same list.
+  virtual std::shared_ptr<Group> split(const std::vector<int>& ranks) = 0;
+};
+
+// Joins the job `env` describes (rendezvous through its store) and returns
+// the group of all its ranks, backed by Gloo.
+std::shared_ptr<Group> init_process_group(const Environment& env = Environment::from_env());
+
+}  // namespace tessera::distributed

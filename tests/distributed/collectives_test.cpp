@@ -1,0 +1,177 @@
+// Starts N copies of collectives_worker as real processes with the
+// launcher's environment contract and checks how they exit.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/distributed/group.h"
+#include "testing.h"
+
+extern char** environ;
+
+namespace tessera::distributed {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct RankResult {
+  int exit_code = -1;  // -1: killed at the deadline
+  std::string stderr_text;
+};
+
+struct JobResult {
+  std::vector<RankResult> ranks;
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Runs `world_size` workers in `mode` with a fresh rendezvous folder; kills
+// whatever is still running after `deadline`.
+JobResult run_job(int world_size, const std::string& mode, int timeout_s,
+                  std::chrono::milliseconds deadline) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tessera-collectives-XXXXXX").string();
+  EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  std::vector<std::string> inherited;
+  for (char** var = environ; *var != nullptr; ++var) {
+    const std::string text = *var;
+    const std::string name = text.substr(0, text.find('='));
+    if (name != "RANK" && name != "WORLD_SIZE" && name != "LOCAL_RANK" &&
+        name != "LOCAL_WORLD_SIZE" && name != "TESSERA_RDZV" && name != "TESSERA_TIMEOUT_S") {
+      inherited.push_back(text);
+    }
+  }
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < world_size; ++rank) {
+    std::vector<std::string> env = inherited;
+    env.push_back("RANK=" + std::to_string(rank));
+    env.push_back("WORLD_SIZE=" + std::to_string(world_size));
+    env.push_back("LOCAL_RANK=" + std::to_string(rank));
+    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(world_size));
+    env.push_back("TESSERA_RDZV=file://" + (dir / "rdzv").string());
+    env.push_back("TESSERA_TIMEOUT_S=" + std::to_string(timeout_s));
+    std::vector<char*> envp;
+    for (auto& text : env) envp.push_back(text.data());
+    envp.push_back(nullptr);
+    std::string program = TESSERA_COLLECTIVES_WORKER;
+    std::vector<char*> argv = {program.data(), const_cast<char*>(mode.c_str()), nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = (dir / ("stderr." + std::to_string(rank))).string();
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int error =
+        posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(error, 0) << "cannot start " << program;
+    pids.push_back(error == 0 ? pid : -1);
+  }
+  JobResult result;
+  result.ranks.resize(world_size);
+  const auto start = std::chrono::steady_clock::now();
+  int running = world_size;
+  std::vector<bool> done(world_size, false);
+  for (int rank = 0; rank < world_size; ++rank) done[rank] = pids[rank] < 0;
+  running -= static_cast<int>(std::count(done.begin(), done.end(), true));
+  while (running > 0) {
+    for (int rank = 0; rank < world_size; ++rank) {
+      int status = 0;
+      if (done[rank] || ::waitpid(pids[rank], &status, WNOHANG) != pids[rank]) continue;
+      done[rank] = true;
+      --running;
+      result.ranks[rank].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    }
+    if (std::chrono::steady_clock::now() - start > deadline) {
+      for (int rank = 0; rank < world_size; ++rank) {
+        if (done[rank]) continue;
+        ::kill(pids[rank], SIGKILL);
+        ::waitpid(pids[rank], nullptr, 0);
+      }
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  for (int rank = 0; rank < world_size; ++rank) {
+    std::ifstream log(dir / ("stderr." + std::to_string(rank)));
+    std::stringstream text;
+    text << log.rdbuf();
+    result.ranks[rank].stderr_text = text.str();
+  }
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+class CollectivesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesTest, EveryCollectiveMatchesLocalReference) {
+  const int world_size = GetParam();
+  JobResult job = run_job(world_size, "all", 20, 60s);
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_EQ(job.ranks[rank].exit_code, 0)
+        << "rank " << rank << " of " << world_size << ": " << job.ranks[rank].stderr_text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectivesTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(CollectivesFailureTest, LostPeerEndsTheOtherRanksWithinTheTimeout) {
+  constexpr int kWorldSize = 3;
+  JobResult job = run_job(kWorldSize, "die_early", 5, 30s);
+  EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 3);  // the rank that left
+  for (int rank = 0; rank < kWorldSize - 1; ++rank) {
+    EXPECT_EQ(job.ranks[rank].exit_code, 1) << job.ranks[rank].stderr_text;
+    EXPECT_NE(job.ranks[rank].stderr_text.find("[all_reduce] rank " + std::to_string(rank)),
+              std::string::npos)
+        << job.ranks[rank].stderr_text;
+  }
+  EXPECT_LT(job.elapsed, 10s);  // the 5 s timeout plus start-up, not the 30 s deadline
+}
+
+TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
+  constexpr int kWorldSize = 3;
+  // The stalled rank sleeps 2.5 s; the others must give up after their 1 s timeout.
+  JobResult job = run_job(kWorldSize, "stall", 1, 30s);
+  for (int rank = 0; rank < kWorldSize - 1; ++rank) {
+    EXPECT_EQ(job.ranks[rank].exit_code, 1) << job.ranks[rank].stderr_text;
+    EXPECT_NE(job.ranks[rank].stderr_text.find("[all_reduce] rank " + std::to_string(rank) +
+                                               " of 3 timed out after 1000 ms"),
+              std::string::npos)
+        << job.ranks[rank].stderr_text;
+  }
+  EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 0);
+}
+
+TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
+  Environment env;  // rank 0 of 1, no TESSERA_RDZV
+  env.timeout = 5s;
+  std::shared_ptr<Group> group = init_process_group(env);
+  EXPECT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->size(), 1);
+  Tensor t = Tensor::from_vector<double>({1.5, -2.0}, {2});
+  group->all_reduce(t, ReduceOp::max);
+  EXPECT_TRUE(tessera::testing::all_close(t, std::vector<double>{1.5, -2.0}));
+  EXPECT_EQ(group->split({0})->size(), 1);
+  EXPECT_NE(tessera::testing::error_of([&] { group->split({1}); }).find("[split] rank 0 of 1"),
+            std::string::npos);
+  env.rendezvous = "redis://localhost:6379";
+  EXPECT_NE(tessera::testing::error_of([&] { init_process_group(env); }).find("not supported yet"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::distributed

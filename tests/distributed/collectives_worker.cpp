@@ -1,0 +1,245 @@
+// One rank of a multi-process collectives test. Run N copies with the
+// launcher's environment (RANK, WORLD_SIZE, TESSERA_RDZV, ...). Each rank
+// checks every collective against values it can compute alone, prints the
+// first mismatch to stderr and exits 1. Modes (argv[1]):
+//   all        every collective (default)
+//   die_early  the last rank exits before an all_reduce the others enter
+//   stall      the last rank sleeps past the timeout instead of entering it
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/tessera.h"
+
+using namespace tessera;
+using namespace tessera::distributed;
+
+namespace {
+
+int g_rank = 0;
+
+#define EXPECT_WORKER(cond, ...)                                                          \
+  do {                                                                                    \
+    if (!(cond))                                                                          \
+      TESSERA_FAIL("rank ", g_rank, " check failed at line ", __LINE__, ": ", #cond, " ", \
+                   ##__VA_ARGS__);                                                        \
+  } while (0)
+
+template <typename T>
+Tensor filled(const Shape& shape, const std::function<double(int64_t)>& value) {
+  std::vector<T> data(static_cast<size_t>(numel(shape)));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<T>(value(static_cast<int64_t>(i)));
+  return Tensor::from_vector(data, shape);
+}
+
+template <typename T>
+void expect_values(const Tensor& tensor, const std::function<double(int64_t)>& value,
+                   const char* what) {
+  std::vector<T> got = tensor.to_vector<T>();
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_WORKER(static_cast<double>(got[i]) == value(static_cast<int64_t>(i)), what, " at ", i,
+                  ": got ", static_cast<double>(got[i]), ", expected ",
+                  value(static_cast<int64_t>(i)));
+  }
+}
+
+template <typename T>
+void check_all_reduce(Group& group) {
+  const int n = group.size(), r = group.rank();
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+    Tensor t = filled<T>({2, 3}, [&](int64_t i) { return r * 10 + i; });
+    group.all_reduce(t, op);
+    expect_values<T>(
+        t,
+        [&](int64_t i) {
+          if (op == ReduceOp::max) return static_cast<double>((n - 1) * 10 + i);
+          if (op == ReduceOp::min) return static_cast<double>(i);
+          return static_cast<double>(10 * n * (n - 1) / 2 + n * i);
+        },
+        reduce_op_name(op));
+  }
+}
+
+template <typename T>
+void check_all_gather(Group& group) {
+  const int n = group.size(), r = group.rank();
+  Tensor t = filled<T>({2, 3}, [&](int64_t i) { return r * 7 + i; });
+  std::vector<Tensor> all = group.all_gather(t);
+  EXPECT_WORKER(static_cast<int>(all.size()) == n);
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(all[k].shape() == Shape({2, 3}), shape_str(all[k].shape()));
+    expect_values<T>(
+        all[k], [&](int64_t i) { return k * 7 + i; }, "all_gather");
+  }
+}
+
+void check_uneven(Group& group) {
+  const int n = group.size(), r = group.rank();
+  // Rank r contributes r rows, so rank 0 sends nothing.
+  Tensor t = filled<int64_t>({r, 2}, [&](int64_t i) { return r * 100 + i; });
+  std::vector<Tensor> all = group.all_gather_uneven(t);
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(all[k].shape() == Shape({k, 2}), shape_str(all[k].shape()));
+    expect_values<int64_t>(
+        all[k], [&](int64_t i) { return k * 100 + i; }, "all_gather_uneven");
+  }
+  // Rows to rank j: (r + j) % 3; values name sender and receiver.
+  std::vector<Tensor> inputs;
+  for (int j = 0; j < n; ++j) {
+    inputs.push_back(
+        filled<float>({(r + j) % 3, 2}, [&](int64_t i) { return r * 1000 + j * 100 + i; }));
+  }
+  std::vector<Tensor> got = group.all_to_all(inputs);
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(got[k].shape() == Shape({(k + r) % 3, 2}), shape_str(got[k].shape()));
+    expect_values<float>(
+        got[k], [&](int64_t i) { return k * 1000 + r * 100 + i; }, "all_to_all");
+  }
+  std::vector<Tensor> bytes;
+  for (int j = 0; j < n; ++j)
+    bytes.push_back(filled<uint8_t>({1}, [&](int64_t) { return r * 16 + j; }));
+  got = group.all_to_all(bytes);
+  for (int k = 0; k < n; ++k)
+    expect_values<uint8_t>(
+        got[k], [&](int64_t) { return k * 16 + r; }, "u8");
+}
+
+void check_reduce_scatter(Group& group) {
+  const int n = group.size(), r = group.rank();
+  std::vector<Tensor> inputs;
+  for (int j = 0; j < n; ++j) {
+    inputs.push_back(filled<double>({3}, [&](int64_t i) { return r * 1000 + j * 10 + i; }));
+  }
+  Tensor sum = group.reduce_scatter(inputs, ReduceOp::sum);
+  expect_values<double>(
+      sum, [&](int64_t i) { return 1000.0 * n * (n - 1) / 2 + n * (r * 10 + i); },
+      "reduce_scatter sum");
+  Tensor max = group.reduce_scatter(inputs, ReduceOp::max);
+  expect_values<double>(
+      max, [&](int64_t i) { return (n - 1) * 1000 + r * 10 + i; }, "max");
+}
+
+void check_broadcast_p2p_barrier(Group& group) {
+  const int n = group.size(), r = group.rank();
+  const int root = n - 1;
+  Tensor t = filled<double>({4}, [&](int64_t i) { return r == root ? 7.5 + i : -1.0; });
+  group.broadcast(t, root);
+  expect_values<double>(
+      t, [&](int64_t i) { return 7.5 + i; }, "broadcast");
+  if (n >= 2) {
+    Tensor out = filled<int32_t>({5}, [&](int64_t i) { return r * 3 + i; });
+    Tensor in = Tensor::empty({5}, DType::i32);
+    const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    if (r % 2 == 0) {
+      group.send(out, next, 3);
+      group.recv(in, prev, 3);
+    } else {
+      group.recv(in, prev, 3);
+      group.send(out, next, 3);
+    }
+    expect_values<int32_t>(
+        in, [&](int64_t i) { return prev * 3 + i; }, "send/recv ring");
+  }
+  group.barrier();
+}
+
+void check_split(Group& group) {
+  const int n = group.size(), r = group.rank();
+  std::vector<int> members;  // same parity as this rank, listed from high to low
+  for (int k = n - 1; k >= 0; --k) {
+    if (k % 2 == r % 2) members.push_back(k);
+  }
+  std::shared_ptr<Group> sub = group.split(members);
+  EXPECT_WORKER(sub->size() == static_cast<int>(members.size()));
+  EXPECT_WORKER(members[sub->rank()] == r, "sub rank ", sub->rank());
+  Tensor t = Tensor::from_vector<int64_t>({r}, {1});
+  sub->all_reduce(t);
+  int64_t expected = 0;
+  for (int k : members) expected += k;
+  EXPECT_WORKER(t.item<int64_t>() == expected, t.item<int64_t>(), " vs ", expected);
+  std::vector<Tensor> gathered = sub->all_gather(t);
+  sub->barrier();
+  // A second split of the same list must rendezvous afresh, not reuse the first's keys.
+  std::shared_ptr<Group> again = group.split(members);
+  again->barrier();
+}
+
+// Bad inputs raise on the calling rank before anything is sent; mismatches across
+// ranks raise on every rank once the shapes are exchanged.
+void check_errors(Group& group) {
+  const int n = group.size(), r = group.rank();
+  auto message_of = [](const std::function<void()>& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  Tensor bytes = Tensor::empty({2}, DType::u8);
+  std::string message = message_of([&] { group.all_reduce(bytes); });
+  EXPECT_WORKER(message.rfind("[all_reduce]", 0) == 0, message);
+  message = message_of([&] { group.send(bytes, r, 0); });
+  EXPECT_WORKER(message.rfind("[send]", 0) == 0, message);
+  message = message_of([&] { group.broadcast(bytes, n); });
+  EXPECT_WORKER(message.rfind("[broadcast]", 0) == 0, message);
+  if (n >= 2) {
+    Tensor mismatched = Tensor::empty({r + 1, 2}, DType::f32);
+    message = message_of([&] { group.all_gather(mismatched); });
+    EXPECT_WORKER(message.rfind("[all_gather]", 0) == 0, message);
+  }
+  group.barrier();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "all";
+  try {
+    std::shared_ptr<Group> group = init_process_group();
+    g_rank = group->rank();
+    if (mode == "die_early") {
+      group->barrier();
+      if (group->rank() == group->size() - 1) std::_Exit(3);
+      Tensor t = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(t);
+      std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
+      return 2;
+    }
+    if (mode == "stall") {
+      group->barrier();
+      if (group->rank() == group->size() - 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        std::_Exit(0);
+      }
+      Tensor t = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(t);
+      std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
+      return 2;
+    }
+    check_all_reduce<float>(*group);
+    check_all_reduce<double>(*group);
+    check_all_reduce<int64_t>(*group);
+    check_all_reduce<int32_t>(*group);
+    check_all_gather<float>(*group);
+    check_all_gather<uint8_t>(*group);
+    check_uneven(*group);
+    check_reduce_scatter(*group);
+    check_broadcast_p2p_barrier(*group);
+    check_split(*group);
+    check_errors(*group);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    std::fflush(stderr);
+    // Skip destructors: a group whose peer vanished must not block the exit.
+    std::_Exit(1);
+  }
+  return 0;
+}
