@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kUsageStatus = 2;
 constexpr int kExecFailedStatus = 127;
 constexpr int kMaxLocalRanks = 1024;
+// With kMaxLocalRanks, keeps every rank number within an int.
 constexpr int kMaxNodes = 1 << 20;
 // Time the other ranks get between SIGTERM and SIGKILL once one has failed.
 constexpr auto kGracePeriod = std::chrono::seconds(2);
@@ -167,7 +168,6 @@ int parse_int(const std::string& option, const std::string& text, int low, int h
 Options parse_options(int argc, char** argv) {
   Options options;
   bool have_local_ranks = false;
-  bool have_node_rank = false;
   int at = 1;
   while (at < argc) {
     std::string arg = argv[at];
@@ -206,7 +206,6 @@ Options parse_options(int argc, char** argv) {
       options.nodes = parse_int("--nnodes", *value, 1, kMaxNodes);
     } else if (name == "--node-rank") {
       options.node_rank = parse_int("--node-rank", *value, 0, kMaxNodes - 1);
-      have_node_rank = true;
     } else if (name == "--rdzv") {
       options.rendezvous = *value;
     } else {
@@ -216,14 +215,14 @@ Options parse_options(int argc, char** argv) {
   }
   for (; at < argc; ++at) options.command.emplace_back(argv[at]);
 
-  if (!have_local_ranks) throw UsageError("missing -n N, the number of ranks to start here");
+  if (!have_local_ranks)
+    throw UsageError(std::string("missing -n N, the number of ranks to start here") +
+                     (options.command.empty() ? "" : " (options go before the program)"));
   if (options.command.empty()) throw UsageError("missing the program to run");
   if (options.node_rank >= options.nodes)
     throw UsageError("--node-rank " + std::to_string(options.node_rank) + " must be in [0, " +
                      std::to_string(options.nodes) + ") for --nnodes " +
                      std::to_string(options.nodes));
-  if (have_node_rank && options.nodes == 1 && options.node_rank != 0)
-    throw UsageError("--node-rank needs --nnodes");
   if (options.nodes > 1 && options.rendezvous.empty())
     throw UsageError("--nnodes " + std::to_string(options.nodes) +
                      " needs --rdzv URL, a rendezvous every node can reach "
@@ -237,8 +236,6 @@ Options parse_options(int argc, char** argv) {
       throw UsageError("--rdzv file:// needs an absolute directory (file:///abs/dir), got '" +
                        options.rendezvous + "'");
   }
-  if (static_cast<int64_t>(options.nodes) * options.local_ranks > INT32_MAX)
-    throw UsageError("--nnodes times -n exceeds " + std::to_string(INT32_MAX) + " ranks");
   return options;
 }
 
@@ -368,6 +365,12 @@ void spawn(Rank& rank, const std::vector<std::string>& command,
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    // A rank is not in the terminal's foreground group, so reading the
+    // terminal would stop it (SIGTTIN) and hang the run: give it no input.
+    if (isatty(STDIN_FILENO)) {
+      const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    }
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     environ = envp.data();

@@ -314,6 +314,7 @@ TEST_F(LauncherTest, BadUsageExitsWith2) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "missing -n"},
       {{"/bin/true"}, "missing -n"},
+      {{"/bin/true", "-n", "1"}, "(options go before the program)"},
       {{"-n", "2"}, "missing the program"},
       {{"-n"}, "-n needs a value"},
       {{"-n", "0", "/bin/true"}, "-n must be an integer in [1, 1024], got '0'"},
