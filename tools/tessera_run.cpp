@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,6 +85,10 @@ struct Rank {
 };
 
 int signal_pipe_write = -1;
+// The open-file limit the launcher started with; ranks get it back when the
+// launcher raised its own.
+rlimit original_file_limit{};
+bool file_limit_raised = false;
 
 extern "C" void on_signal(int signal_number) {
   const int saved_errno = errno;
@@ -362,6 +367,7 @@ void spawn(Rank& rank, const std::vector<std::string>& command,
     if (getppid() != launcher) _exit(kExecFailedStatus);
 #endif
     for (int signal_number : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) signal(signal_number, SIG_DFL);
+    if (file_limit_raised) setrlimit(RLIMIT_NOFILE, &original_file_limit);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -418,6 +424,7 @@ class Launcher {
   // Starts the ranks, forwards their output until all have ended and returns
   // the launcher's exit status.
   int run() {
+    raise_file_limit();
     std::string rendezvous = options_.rendezvous;
     if (rendezvous.empty()) rendezvous = "file://" + make_temporary_directory();
     install_signal_handlers();
@@ -461,6 +468,20 @@ class Launcher {
                                std::strerror(errno));
     temporary_directory_ = pattern;
     return pattern;
+  }
+
+  // Two pipes per rank can exceed the usual soft limit of 1024 open files;
+  // raise it (up to the hard limit) when that is needed.
+  void raise_file_limit() {
+    if (getrlimit(RLIMIT_NOFILE, &original_file_limit) != 0) return;
+    const rlim_t needed = 2 * static_cast<rlim_t>(options_.local_ranks) + 64;
+    if (original_file_limit.rlim_cur == RLIM_INFINITY || original_file_limit.rlim_cur >= needed)
+      return;
+    rlimit raised = original_file_limit;
+    raised.rlim_cur = original_file_limit.rlim_max == RLIM_INFINITY
+                          ? needed
+                          : std::min(needed, original_file_limit.rlim_max);
+    file_limit_raised = setrlimit(RLIMIT_NOFILE, &raised) == 0;
   }
 
   void install_signal_handlers() {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -336,6 +337,19 @@ TEST_F(LauncherTest, BadUsageExitsWith2) {
     EXPECT_HAS(result.err, message);
     EXPECT_HAS(result.err, "usage: tessera-run");
   }
+}
+
+TEST_F(LauncherTest, MoreRanksThanTheOpenFileLimitAllows) {
+  // 40 ranks need 80 pipe ends, over a soft limit of 64: the launcher raises
+  // its own limit, and the ranks still see 64.
+  const std::string out = (dir_ / "ulimit.out").string();
+  const std::string command = "ulimit -Sn 64 && '" + std::string(TESSERA_RUN_PATH) +
+                              "' -n 40 /bin/sh -c 'ulimit -Sn' > '" + out + "'";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::vector<std::string> lines = lines_of(read_text(out));
+  EXPECT_EQ(lines.size(), 40u);
+  for (const std::string& line : lines) EXPECT_TRUE(line.ends_with("] 64")) << line;
 }
 
 TEST_F(LauncherTest, AllRanksSucceedingGivesZeroAndArgumentsPassThrough) {
