@@ -275,6 +275,16 @@ TEST_F(LauncherTest, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   expect_all_gone(pids_in("pid."));
 }
 
+TEST_F(LauncherTest, LeftoverProcessHoldingTheOutputIsKilled) {
+  // The rank succeeds but leaves a subshell writing to its stdout later.
+  const Result result = run_sh(1, "(sleep 30; echo late) & echo $! > \"$1/pid.0\"; echo started");
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank 0] started\n");
+  EXPECT_GT(result.seconds, 1.5);
+  EXPECT_LT(result.seconds, 5.0);
+  expect_all_gone(pids_in("pid."));
+}
+
 TEST_F(LauncherTest, RankKilledBySignalGives128PlusSignal) {
   const Result result = run_sh(2, "if [ $RANK = 0 ]; then kill -KILL $$; fi; exec sleep 60");
   EXPECT_EQ(result.status, 137) << result.err;
