@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -172,6 +173,46 @@ TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   EXPECT_NE(tessera::testing::error_of([&] { init_process_group(env); }).find("not supported yet"),
             std::string::npos);
 }
+
+#ifdef TESSERA_RUN_PATH
+// The same jobs started the way users start them: through tessera-run.
+struct LaunchResult {
+  int status;
+  std::string output;
+  std::chrono::duration<double> elapsed;
+};
+
+LaunchResult launch(const std::string& options, const std::string& mode) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("tessera_launch_" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string(TESSERA_RUN_PATH) + " " + options + " " +
+                              TESSERA_COLLECTIVES_WORKER + " " + mode;
+  const auto start = std::chrono::steady_clock::now();
+  const int raw = std::system((command + " > " + log.string() + " 2>&1").c_str());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove(log);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str(), elapsed};
+}
+
+TEST(CollectivesLaunchTest, EveryCollectiveUnderTesseraRun) {
+  for (int world_size : {2, 4}) {
+    LaunchResult result = launch("-n " + std::to_string(world_size) + " --timeout 60", "all");
+    EXPECT_EQ(result.status, 0) << result.output;
+  }
+}
+
+TEST(CollectivesLaunchTest, LostRankFailsTheWholeJobQuickly) {
+  // The last of 3 ranks exits (status 3) before an all_reduce: tessera-run
+  // stops the others and returns that status well within the 5 s timeout.
+  LaunchResult result = launch("-n 3 --timeout 5", "die_early");
+  EXPECT_NE(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("rank 2"), std::string::npos) << result.output;
+  EXPECT_LT(result.elapsed, std::chrono::seconds(10));
+}
+#endif
 
 }  // namespace
 }  // namespace tessera::distributed
