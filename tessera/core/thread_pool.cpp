@@ -20,12 +20,20 @@ void set_blas_num_threads(int count);  // backend/cpu/gemm.cpp
 
 namespace {
 
+// TESSERA_NUM_THREADS if set; else the cores shared among the ranks on this
+// machine (LOCAL_WORLD_SIZE, set by tessera-run), as torchrun does: ranks
+// that each used every core would spin against each other's communication
+// threads (measured: a 1 MiB all_reduce on 2 ranks took 11 ms instead of
+// 0.8 ms).
 int default_thread_count() {
   if (const char* env = std::getenv("TESSERA_NUM_THREADS")) {
     int value = std::atoi(env);
     if (value > 0) return value;
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int local_ranks = 1;
+  if (const char* env = std::getenv("LOCAL_WORLD_SIZE")) local_ranks = std::max(1, std::atoi(env));
+  return std::max(1, cores / local_ranks);
 }
 
 #ifndef TESSERA_OPENMP

@@ -6,9 +6,9 @@
 namespace tessera {
 
 // Number of threads parallel_for uses: TESSERA_NUM_THREADS if set, else the
-// core count. OpenBLAS itself runs single-threaded: large products are split
-// over this pool (backend/cpu/gemm.cpp), so no other threads compete for the
-// cores.
+// core count divided by the ranks sharing this machine (LOCAL_WORLD_SIZE).
+// OpenBLAS itself runs single-threaded: large products are split over these
+// threads (backend/cpu/gemm.cpp), so no other threads compete for the cores.
 int num_threads();
 // Changes the thread count for later parallel_for calls (products included).
 void set_num_threads(int count);

@@ -1,0 +1,77 @@
+// Tessera's side of the collective benchmarks (bench/collectives_compare.py
+// runs it under tessera-run next to bench/collectives_torch.py). Every rank
+// times all_reduce, all_gather and reduce_scatter of 1, 16 and 64 MiB of f32
+// (the size of one rank's input); rank 0 prints one JSON line per case with
+// the median seconds over the timed repetitions.
+//
+//   tessera-run -n 2 ./build/bench/collectives_bench [--repetitions 10]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.h"
+
+using namespace tessera;
+using namespace tessera::distributed;
+
+namespace {
+
+template <typename Fn>
+double median_seconds(Group& group, int repetitions, Fn&& fn) {
+  fn();  // warm-up: connections, buffers
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) {
+    group.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  // The slowest rank decides when a collective is done.
+  Tensor slowest = Tensor::from_vector(times, {static_cast<int64_t>(times.size())});
+  group.all_reduce(slowest, ReduceOp::max);
+  std::vector<double> maxima = slowest.to_vector<double>();
+  std::sort(maxima.begin(), maxima.end());
+  return maxima[maxima.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repetitions = 10;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--repetitions") == 0) repetitions = std::max(1, std::atoi(argv[i + 1]));
+  try {
+    std::shared_ptr<Group> group = init_process_group();
+    const int world = group->size();
+    for (int64_t mib : {1, 16, 64}) {
+      const int64_t count = mib * (int64_t{1} << 20) / 4;
+      Tensor input = full({count}, static_cast<double>(group->rank() + 1));
+      std::vector<Tensor> pieces;
+      for (int r = 0; r < world; ++r) pieces.push_back(full({count / world}, 1.0));
+      const double reduce = median_seconds(*group, repetitions, [&] {
+        Tensor buffer = input.clone();
+        group->all_reduce(buffer, ReduceOp::sum);
+      });
+      const double gather = median_seconds(*group, repetitions, [&] { group->all_gather(input); });
+      const double scatter = median_seconds(*group, repetitions,
+                                            [&] { group->reduce_scatter(pieces, ReduceOp::sum); });
+      if (group->rank() == 0) {
+        for (auto [op, seconds] : {std::pair<const char*, double>{"all_reduce", reduce},
+                                   {"all_gather", gather},
+                                   {"reduce_scatter", scatter}}) {
+          std::printf("{\"framework\": \"tessera\", \"op\": \"%s\", \"mib\": %lld, \"ranks\": %d, "
+                      "\"seconds\": %.6f}\n",
+                      op, static_cast<long long>(mib), world, seconds);
+        }
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "collectives_bench: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
