@@ -19,7 +19,8 @@ Tensor owned_grad(const Tensor& param) {
   if (!grad.is_contiguous() || grad.shares_storage(param)) {
     NoGradGuard no_grad;
     grad = grad.contiguous().clone();
-    const_cast<Tensor&>(param).set_grad(grad);
+    Tensor handle = param;  // handles share the parameter's state
+    handle.set_grad(grad);
   }
   return grad;
 }

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "tessera/core/thread_pool.h"
 
