@@ -59,6 +59,11 @@ std::optional<DType> dtype_from_safetensors(const std::string& name) {
 // A JSON value for an error message, cut short: a hostile header may hold
 // megabytes in one value.
 std::string brief(const Json& value) {
+  // Arrays and objects are described, not dumped: dumping recurses once per
+  // nesting level, which a hostile header can make deep enough to overflow
+  // the stack.
+  if (value.is_array()) return str_cat("an array of ", value.size(), " values");
+  if (value.is_object()) return str_cat("an object of ", value.size(), " members");
   std::string text = value.dump();
   if (text.size() > 80) text = text.substr(0, 77) + "...";
   return text;
@@ -97,7 +102,15 @@ Json parse_header(const char* text, size_t size, const std::string& name) {
   }
   std::vector<std::set<std::string>> open_objects;
   std::optional<std::string> duplicate;
-  Json::parser_callback_t callback = [&](int, Json::parse_event_t event, Json& parsed) {
+  // A valid header nests 3 deep ({"key": {"shape": [..]}}); deeper input is
+  // refused, since the parsed tree is later walked recursively.
+  constexpr int kMaxDepth = 8;
+  bool too_deep = false;
+  Json::parser_callback_t callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxDepth) {
+      too_deep = true;
+      return false;
+    }
     if (event == Json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == Json::parse_event_t::object_end) {
@@ -113,6 +126,9 @@ Json parse_header(const char* text, size_t size, const std::string& name) {
     header = Json::parse(text, text + size, callback);
   } catch (const Json::exception& error) {
     fail(name, "the header is not valid JSON: ", error.what());
+  }
+  if (too_deep) {
+    fail(name, "the header nests deeper than ", kMaxDepth, " levels; a safetensors header nests 3");
   }
   if (duplicate) fail(name, "duplicate key '", *duplicate, "' in the header");
   if (!header.is_object()) fail(name, "the header must be a JSON object, got ", brief(header));

@@ -64,7 +64,7 @@ TEST(CharDataset, TooShortTextOrBadContext) {
 }
 
 TEST(CharDataset, FromFortunesReadsTextFilesOnly) {
-  TempDir dir("fortunes");
+  DataTempDir dir("fortunes");
   const std::string a = "one\n%\ntwo\n%\n";
   const std::string b = "three\n";  // no final separator: one is added
   auto as_bytes = [](const std::string& text) { return Bytes(text.begin(), text.end()); };
@@ -82,7 +82,7 @@ TEST(CharDataset, FromFortunesReadsTextFilesOnly) {
 }
 
 TEST(CharDataset, FromFortunesErrors) {
-  TempDir dir("fortunes");
+  DataTempDir dir("fortunes");
   std::string message = error_of([&] { CharDataset::from_fortunes(8, dir.path() + "/none"); });
   EXPECT_HAS(message, "is not a directory");
   EXPECT_HAS(message, "fortunes");
@@ -92,7 +92,7 @@ TEST(CharDataset, FromFortunesErrors) {
 }
 
 TEST(CharDataset, ReadTextFileKeepsBytes) {
-  TempDir dir("text");
+  DataTempDir dir("text");
   const Bytes raw = {'a', 0, '\n', 0xff, 'b'};
   EXPECT_EQ(CharDataset::read_text_file(dir.write("t", raw)), std::string("a\0\n\xff"
                                                                           "b",

@@ -30,7 +30,7 @@ bool package_installed() {
 }
 
 // Writes a tiny Fashion-MNIST-shaped split: image i has every pixel equal to 40 * i + p % 7.
-void write_split(const TempDir& dir, const std::string& prefix, int images, int labels,
+void write_split(const DataTempDir& dir, const std::string& prefix, int images, int labels,
                  uint8_t bad_label = 0) {
   Bytes pixels;
   for (int i = 0; i < images; ++i) {
@@ -47,7 +47,7 @@ void write_split(const TempDir& dir, const std::string& prefix, int images, int 
 }
 
 TEST(FashionMNIST, MissingFilesNameFileAndPackage) {
-  TempDir dir("fmnist");
+  DataTempDir dir("fmnist");
   std::string message = error_of([&] { FashionMNIST(dir.path(), true); });
   EXPECT_HAS(message, "[FashionMNIST] missing train-images-idx3-ubyte.gz");
   EXPECT_HAS(message, "dataset-fashion-mnist");
@@ -64,7 +64,7 @@ TEST(FashionMNIST, DefaultRootHonoursEnvironment) {
 }
 
 TEST(FashionMNIST, SmallSplitScalesNormalisesAndBatches) {
-  TempDir dir("fmnist");
+  DataTempDir dir("fmnist");
   write_split(dir, "t10k", 3, 3);
   FashionMNIST raw(dir.path(), /*train=*/false, /*normalize=*/false);
   FashionMNIST normalised(dir.path(), /*train=*/false);
@@ -91,7 +91,7 @@ TEST(FashionMNIST, SmallSplitScalesNormalisesAndBatches) {
 }
 
 TEST(FashionMNIST, MismatchedCountsAndBadLabelsAreErrors) {
-  TempDir dir("fmnist");
+  DataTempDir dir("fmnist");
   write_split(dir, "train", 3, 4);
   std::string message = error_of([&] { FashionMNIST(dir.path(), true); });
   EXPECT_HAS(message, "has 3 images but");

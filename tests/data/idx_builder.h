@@ -45,9 +45,9 @@ inline Bytes gzip(const Bytes& plain) {
 }
 
 // A fresh empty directory under the system temp dir, removed by the destructor.
-class TempDir {
+class DataTempDir {
  public:
-  explicit TempDir(const std::string& tag) {
+  explicit DataTempDir(const std::string& tag) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::temp_directory_path() /
             ("tessera_" + tag + "_" + std::string(info ? info->name() : "test") + "_" +
@@ -55,7 +55,7 @@ class TempDir {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() {
+  ~DataTempDir() {
     std::error_code error;
     std::filesystem::remove_all(path_, error);
   }

@@ -90,7 +90,7 @@ TEST(Idx, LargeGzipGrowsItsBuffer) {
 }
 
 TEST(Idx, ReadsPlainAndGzipFiles) {
-  TempDir dir("idx");
+  DataTempDir dir("idx");
   Bytes plain = idx_bytes(0x08, {3}, {7, 8, 9});
   EXPECT_EQ(read_idx(dir.write("a.idx", plain)).to_vector<int64_t>(),
             (std::vector<int64_t>{7, 8, 9}));
@@ -99,7 +99,7 @@ TEST(Idx, ReadsPlainAndGzipFiles) {
 }
 
 TEST(Idx, MissingFileOrDirectoryNamesThePath) {
-  TempDir dir("idx");
+  DataTempDir dir("idx");
   std::string message = error_of([&] { read_idx(dir.path() + "/nope-idx1-ubyte"); });
   EXPECT_HAS(message, "[read_idx] cannot open");
   EXPECT_HAS(message, "nope-idx1-ubyte");

@@ -228,6 +228,15 @@ TEST_F(SafetensorsCorrupt, FileLevelErrorsNameTheFile) {
   EXPECT_NAMES(load_error({0x00, 0xE1, 0xF5, 0x05, 0, 0, 0, 0, '{', '}'}), "runs past the end");
 }
 
+TEST_F(SafetensorsCorrupt, DeeplyNestedHeaderIsRefusedNotRecursedInto) {
+  // A million nested arrays: small enough to pass the header-size limit,
+  // deep enough to overflow the stack of anything that recurses over it.
+  const int depth = 1'000'000;
+  const std::string header = R"({"w":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  EXPECT_NAMES(header_error(header), "nests deeper than");
+  EXPECT_NAMES(header_error(R"({"w":[[[[[[[[[[1]]]]]]]]]]})"), "nests deeper than");
+}
+
 TEST_F(SafetensorsCorrupt, HeaderErrorsNameTheFileAndKey) {
   const std::string ok = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
   EXPECT_NAMES(header_error(R"({"w":{)" + ok + "}", 8), "not valid JSON");
