@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -81,15 +82,16 @@ std::string FileStore::path_of(const std::string& key) const {
 }
 
 void FileStore::set(const std::string& key, const std::vector<char>& value) {
-  static std::atomic<uint64_t> counter{0};
   const std::string path = path_of(key);
-  const std::string temp = directory_ + "/tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(counter.fetch_add(1));
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  TESSERA_CHECK(fd >= 0, "[FileStore] cannot create '", temp, "' for key '", key,
-                "': ", errno_text(errno));
+  // mkstemp: a unique, exclusively created name even when ranks on several
+  // machines (or containers with the same pids) share the folder.
+  std::string temp = directory_ + "/tmp-XXXXXX";
+  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  TESSERA_CHECK(fd >= 0, "[FileStore] cannot create a temporary file in '", directory_,
+                "' for key '", key, "': ", errno_text(errno));
+  ::fchmod(fd, 0644);
   bool ok = write_all(fd, value.data(), value.size());
-  int error = errno;
+  int error = ok ? 0 : errno;
   ok = (::close(fd) == 0) && ok;
   // No fsync: a rendezvous store only has to outlive the job, not a crash.
   if (ok && ::rename(temp.c_str(), path.c_str()) == 0) return;

@@ -164,7 +164,12 @@ void check_split(Group& group) {
   int64_t expected = 0;
   for (int k : members) expected += k;
   EXPECT_WORKER(t.item<int64_t>() == expected, t.item<int64_t>(), " vs ", expected);
-  std::vector<Tensor> gathered = sub->all_gather(t);
+  std::vector<Tensor> gathered = sub->all_gather(Tensor::from_vector<int64_t>({r}, {1}));
+  EXPECT_WORKER(gathered.size() == members.size(), gathered.size(), " pieces");
+  for (size_t k = 0; k < gathered.size(); ++k) {
+    EXPECT_WORKER(gathered[k].item<int64_t>() == members[k], "piece ", k, " is ",
+                  gathered[k].item<int64_t>(), ", want ", members[k]);
+  }
   sub->barrier();
   // A second split of the same list must rendezvous afresh, not reuse the first's keys.
   std::shared_ptr<Group> again = group.split(members);
