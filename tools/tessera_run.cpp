@@ -214,7 +214,7 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--rdzv") {
       options.rendezvous = *value;
     } else {
-      parse_int("--timeout", *value, 1, 1 << 30);
+      parse_int("--timeout", *value, 1, 10000000);  // what the ranks accept (environment.cpp)
       options.timeout_seconds = *value;
     }
   }
@@ -519,7 +519,7 @@ class Launcher {
         if (signals[i] == SIGCHLD) continue;  // reap() runs every iteration
         if (interrupt_signal_ == 0) {
           interrupt_signal_ = signals[i];
-          terminate_all(signals[i]);
+          start_stopping(signals[i]);  // ranks ignoring it are killed after the grace period
         } else {
           // A second interrupt means "now": no more grace.
           terminate_all(SIGKILL);
