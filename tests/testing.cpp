@@ -190,59 +190,6 @@ int64_t shard_size(int64_t size, int64_t parts, int64_t rank) {
   return size / parts + (rank < size % parts ? 1 : 0);
 }
 
-// Shards of `x` under `sbp` on `parts` ranks, plus each shard's start index.
-std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, uint64_t seed,
-                                std::vector<std::vector<int64_t>>& starts) {
-  std::vector<Tensor> shards;
-  starts.assign(parts, std::vector<int64_t>(x.dim(), 0));
-  if (sbp.is_split()) {
-    for (int64_t r = 0; r < parts; ++r) {
-      int64_t start = shard_start(x.shape()[sbp.axis], parts, r);
-      starts[r][sbp.axis] = start;
-      shards.push_back(x.narrow(sbp.axis, start, shard_size(x.shape()[sbp.axis], parts, r)).contiguous());
-    }
-    return shards;
-  }
-  if (sbp.is_broadcast()) {
-    for (int64_t r = 0; r < parts; ++r) shards.push_back(x.clone());
-    return shards;
-  }
-  std::vector<double> values = x.to_vector<double>();
-  std::mt19937_64 engine(seed);
-  std::vector<std::vector<double>> pieces(parts, values);
-  if (sbp.kind == SbpKind::partial_sum) {
-    bool integral = !is_floating(x.dtype());
-    std::uniform_real_distribution<double> noise(-2.0, 2.0);
-    for (size_t e = 0; e < values.size(); ++e) {
-      double rest = values[e];
-      for (int64_t r = 0; r + 1 < parts; ++r) {
-        double piece = integral ? std::round(noise(engine)) : noise(engine);
-        pieces[r][e] = piece;
-        rest -= piece;
-      }
-      pieces[parts - 1][e] = rest;
-    }
-  } else {
-    // One random rank holds the true value; the others hold smaller (for
-    // max) or larger (for min) values.
-    bool is_max = sbp.kind == SbpKind::partial_max;
-    std::uniform_real_distribution<double> gap(0.25, 2.0);
-    std::uniform_int_distribution<int64_t> owner_of(0, parts - 1);
-    for (size_t e = 0; e < values.size(); ++e) {
-      int64_t owner = owner_of(engine);
-      for (int64_t r = 0; r < parts; ++r) {
-        if (r == owner) continue;
-        double delta = is_floating(x.dtype()) ? gap(engine) : 1.0;
-        pieces[r][e] = is_max ? values[e] - delta : values[e] + delta;
-      }
-    }
-  }
-  for (int64_t r = 0; r < parts; ++r) {
-    shards.push_back(Tensor::from_vector(pieces[r], x.shape()).to(x.dtype()));
-  }
-  return shards;
-}
-
 ::testing::AssertionResult combine_and_compare(const std::vector<Tensor>& shards, const Sbp& sbp,
                                                const Tensor& expected, double rtol, double atol,
                                                const std::string& where) {
@@ -319,6 +266,59 @@ std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, 
 }
 
 }  // namespace
+
+// Shards of `x` under `sbp` on `parts` ranks, plus each shard's start index.
+std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, uint64_t seed,
+                                std::vector<std::vector<int64_t>>& starts) {
+  std::vector<Tensor> shards;
+  starts.assign(parts, std::vector<int64_t>(x.dim(), 0));
+  if (sbp.is_split()) {
+    for (int64_t r = 0; r < parts; ++r) {
+      int64_t start = shard_start(x.shape()[sbp.axis], parts, r);
+      starts[r][sbp.axis] = start;
+      shards.push_back(x.narrow(sbp.axis, start, shard_size(x.shape()[sbp.axis], parts, r)).contiguous());
+    }
+    return shards;
+  }
+  if (sbp.is_broadcast()) {
+    for (int64_t r = 0; r < parts; ++r) shards.push_back(x.clone());
+    return shards;
+  }
+  std::vector<double> values = x.to_vector<double>();
+  std::mt19937_64 engine(seed);
+  std::vector<std::vector<double>> pieces(parts, values);
+  if (sbp.kind == SbpKind::partial_sum) {
+    bool integral = !is_floating(x.dtype());
+    std::uniform_real_distribution<double> noise(-2.0, 2.0);
+    for (size_t e = 0; e < values.size(); ++e) {
+      double rest = values[e];
+      for (int64_t r = 0; r + 1 < parts; ++r) {
+        double piece = integral ? std::round(noise(engine)) : noise(engine);
+        pieces[r][e] = piece;
+        rest -= piece;
+      }
+      pieces[parts - 1][e] = rest;
+    }
+  } else {
+    // One random rank holds the true value; the others hold smaller (for
+    // max) or larger (for min) values.
+    bool is_max = sbp.kind == SbpKind::partial_max;
+    std::uniform_real_distribution<double> gap(0.25, 2.0);
+    std::uniform_int_distribution<int64_t> owner_of(0, parts - 1);
+    for (size_t e = 0; e < values.size(); ++e) {
+      int64_t owner = owner_of(engine);
+      for (int64_t r = 0; r < parts; ++r) {
+        if (r == owner) continue;
+        double delta = is_floating(x.dtype()) ? gap(engine) : 1.0;
+        pieces[r][e] = is_max ? values[e] - delta : values[e] + delta;
+      }
+    }
+  }
+  for (int64_t r = 0; r < parts; ++r) {
+    shards.push_back(Tensor::from_vector(pieces[r], x.shape()).to(x.dtype()));
+  }
+  return shards;
+}
 
 ::testing::AssertionResult check_sbp(const std::string& op_name, const std::vector<Tensor>& inputs,
                                      const Attrs& attrs, double rtol, double atol) {

@@ -52,6 +52,12 @@ using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
                                      const Attrs& attrs = {}, double rtol = 1e-5,
                                      double atol = 1e-6);
 
+// Shards of `x` under `sbp` on `parts` ranks (uneven splits; random
+// decompositions for partial values, fixed by `seed`), and where each
+// shard starts.
+std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, uint64_t seed,
+                                std::vector<std::vector<int64_t>>& starts);
+
 // A registry of SBP cases so one test can sweep them and verify that every
 // registered op has at least one. Register with TESSERA_SBP_CASE.
 struct SbpCase {

@@ -92,6 +92,11 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
       return;
     }
     Tensor value = create_graph ? gradient : gradient.detach();
+    if (leaf->global) {
+      // A global leaf keeps its own layout: a broadcast parameter that met
+      // split data gets a partial gradient here, and this is its all-reduce.
+      value = value.to_global(leaf->global->placement, leaf->global->sbp);
+    }
     if (leaf->grad) {
       leaf->grad = add(Tensor(leaf->grad), value).impl_ptr();
     } else {

@@ -50,11 +50,61 @@ bool Tensor::is_contiguous() const {
 }
 
 bool Tensor::shares_storage(const Tensor& other) const {
-  return defined() && other.defined() && impl().storage == other.impl().storage;
+  if (!defined() || !other.defined()) return false;
+  if (is_global() || other.is_global()) {
+    Tensor a = local_shard(), b = other.local_shard();
+    return a.defined() && b.defined() && !a.is_global() && !b.is_global() && a.shares_storage(b);
+  }
+  return impl().storage == other.impl().storage;
+}
+
+TensorMeta Tensor::meta() const {
+  const TensorImpl& t = impl();
+  if (t.global) return {t.shape, t.dtype, t.device, t.global->placement, t.global->sbp};
+  return {t.shape, t.dtype, t.device};
+}
+
+Placement Tensor::placement() const {
+  const TensorImpl& t = impl();
+  return t.global ? t.global->placement : Placement();
+}
+
+NdSbp Tensor::nd_sbp() const {
+  const TensorImpl& t = impl();
+  return t.global ? t.global->sbp : NdSbp();
+}
+
+Tensor Tensor::local_shard() const {
+  const TensorImpl& t = impl();
+  return t.global ? Tensor(t.global->local) : *this;
+}
+
+Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
+                   const Placement& placement, const NdSbp& sbp) {
+  TESSERA_CHECK(placement.defined() && sbp.defined(), "[make_global] needs a placement and an sbp");
+  TESSERA_CHECK(sbp.ndim() == placement.ndim(), "[make_global] sbp ", nd_sbp_str(sbp), " has ",
+                sbp.ndim(), " axes but placement ", placement_str(placement), " has ",
+                placement.ndim());
+  TESSERA_CHECK(!local.defined() || !local.is_global(), "[make_global] the shard is global");
+  TESSERA_CHECK(!local.defined() || local.dtype() == dtype, "[make_global] shard dtype ",
+                dtype_name(local.dtype()), " differs from ", dtype_name(dtype));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  impl->device = Device{placement.device_type(), 0};
+  impl->global = std::make_shared<GlobalState>();
+  impl->global->placement = placement;
+  impl->global->sbp = sbp;
+  impl->global->local = local.impl_ptr();
+  return Tensor(std::move(impl));
 }
 
 void* Tensor::raw_data() const {
   const TensorImpl& t = impl();
+  TESSERA_CHECK(!t.global, "[tensor] a global tensor (", placement_str(t.global->placement), ", ",
+                nd_sbp_str(t.global->sbp), ") has no data of its own here; use to_local() for ",
+                "this rank's shard");
   return static_cast<char*>(t.storage->data()) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
@@ -69,6 +119,11 @@ Tensor& Tensor::set_requires_grad(bool value) {
 
 Tensor Tensor::detach() const {
   const TensorImpl& t = impl();
+  if (t.global) {
+    Tensor local = local_shard();
+    return make_global(local.defined() ? local.detach() : Tensor(), t.shape, t.dtype,
+                       t.global->placement, t.global->sbp);
+  }
   return make_alias(*this, t.shape, t.strides, t.offset);
 }
 
@@ -89,6 +144,12 @@ std::string to_string(const Tensor& tensor) {
   if (!tensor.defined()) return "tensor(undefined)";
   std::ostringstream out;
   out << "tensor(shape=" << shape_str(tensor.shape()) << ", " << dtype_name(tensor.dtype());
+  if (tensor.is_global()) {
+    out << ", placement=" << placement_str(tensor.placement())
+        << ", sbp=" << nd_sbp_str(tensor.nd_sbp()) << ", local=" << to_string(tensor.local_shard())
+        << ")";
+    return out.str();
+  }
   if (tensor.numel() <= 64) {
     out << ", values=[";
     std::vector<double> values = tensor.to_vector<double>();

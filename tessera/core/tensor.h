@@ -10,6 +10,7 @@
 #include "tessera/core/device.h"
 #include "tessera/core/dtype.h"
 #include "tessera/core/error.h"
+#include "tessera/core/placement.h"
 #include "tessera/core/shape.h"
 #include "tessera/core/storage.h"
 
@@ -19,10 +20,27 @@ class Node;  // autograd/node.h
 
 // Shape, dtype and device without data: what inference functions consume
 // and produce.
+// For a global tensor the shape is the logical one, and placement and sbp
+// say how it is spread (both undefined for local tensors).
 struct TensorMeta {
   Shape shape;
   DType dtype = DType::f32;
   Device device;
+  Placement placement = {};
+  NdSbp sbp = {};
+
+  bool is_global() const { return placement.defined(); }
+};
+
+struct TensorImpl;
+
+// What a global tensor holds beyond its logical shape and dtype: where it
+// lives, how it maps onto those ranks, and the shard this rank holds
+// (null on ranks outside the placement).
+struct GlobalState {
+  Placement placement;
+  NdSbp sbp;
+  std::shared_ptr<TensorImpl> local;
 };
 
 struct TensorImpl {
@@ -37,6 +55,9 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<Node> grad_fn;
   int output_nr = 0;  // which output of grad_fn this tensor is
+  // Null for local tensors. A global tensor has no storage of its own: shape
+  // is the logical shape and the data lives in global->local.
+  std::shared_ptr<GlobalState> global;
 };
 
 // A cheap value handle: copies share the same tensor (like torch.Tensor or
@@ -63,11 +84,28 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   Device device() const { return impl().device; }
   int64_t offset() const { return impl().offset; }
-  TensorMeta meta() const { return {impl().shape, impl().dtype, impl().device}; }
+  TensorMeta meta() const;
   bool is_contiguous() const;
   // True when two handles refer to the same tensor (not just the same storage).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   bool shares_storage(const Tensor& other) const;
+
+  // Global tensors (DESIGN §4): a logical tensor spread over a placement.
+  bool is_global() const { return impl().global != nullptr; }
+  // The placement and SBP of a global tensor (undefined for a local one).
+  Placement placement() const;
+  NdSbp nd_sbp() const;
+  // This rank's shard of a global tensor, sharing its storage (undefined on
+  // ranks outside the placement); a local tensor returns itself. Outside
+  // autograd: use to_local() in differentiable code.
+  Tensor local_shard() const;
+  // Redistributes to `placement` and `sbp` (boxing); differentiable. On a
+  // local tensor: builds the global tensor of which this is the local piece
+  // (a split shard, a partial value, or for broadcast a copy: the data of
+  // the placement's first rank is used everywhere).
+  Tensor to_global(const Placement& placement, const NdSbp& sbp) const;
+  // The shard this rank holds, as a local tensor; differentiable.
+  Tensor to_local() const;
 
   // Address of element 0 of this view.
   void* raw_data() const;
@@ -128,6 +166,12 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+// Wraps `local` (this rank's shard, undefined outside the placement) as a
+// global tensor of logical `shape`. No communication and no autograd: the
+// caller guarantees the shard matches the layout.
+Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
+                   const Placement& placement, const NdSbp& sbp);
 
 // "tensor([1, 2], f32)"-style text for debugging and tests.
 std::string to_string(const Tensor& tensor);

@@ -4,10 +4,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
+#include "tessera/distributed/solo_group.h"
 
 namespace tessera::distributed {
 
@@ -58,8 +60,32 @@ std::shared_ptr<Group> init_process_group(const Environment& env) {
                   "[init_process_group] gethostname failed");
     hostname = name;
   }
-  return std::make_shared<GlooGroup>(store, "world/", env.rank, env.world_size, env.timeout,
-                                     hostname);
+  auto group = std::make_shared<GlooGroup>(store, "world/", env.rank, env.world_size,
+                                           env.timeout, hostname);
+  set_default_group(group);
+  return group;
+}
+
+namespace {
+
+std::mutex default_group_mutex;
+std::shared_ptr<Group>& default_group_slot() {
+  static auto* slot = new std::shared_ptr<Group>();
+  return *slot;
+}
+
+}  // namespace
+
+std::shared_ptr<Group> default_group() {
+  std::lock_guard<std::mutex> lock(default_group_mutex);
+  std::shared_ptr<Group>& slot = default_group_slot();
+  if (!slot) slot = std::make_shared<SoloGroup>();
+  return slot;
+}
+
+void set_default_group(std::shared_ptr<Group> group) {
+  std::lock_guard<std::mutex> lock(default_group_mutex);
+  default_group_slot() = std::move(group);
 }
 
 }  // namespace tessera::distributed

@@ -52,7 +52,14 @@ class Group {
 };
 
 // Joins the job `env` describes (rendezvous through its store) and returns
-// the group of all its ranks, backed by Gloo.
+// the group of all its ranks, backed by Gloo. It becomes the default group.
 std::shared_ptr<Group> init_process_group(const Environment& env = Environment::from_env());
+
+// The group global tensors run on: the last one init_process_group made, or
+// a one-process group when it was never called (so global code runs as is
+// in a plain single process).
+std::shared_ptr<Group> default_group();
+// Replaces the default group (null restores the one-process default).
+void set_default_group(std::shared_ptr<Group> group);
 
 }  // namespace tessera::distributed

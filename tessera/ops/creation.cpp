@@ -59,15 +59,21 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
-  return full(x.shape(), 0.0, dtype.value_or(x.dtype()));
+  return full_like(x, 0.0, dtype);
 }
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
-  return full(x.shape(), 1.0, dtype.value_or(x.dtype()));
+  return full_like(x, 1.0, dtype);
 }
 Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype) {
+  if (x.is_global()) {
+    return full(x.shape(), value, x.placement(), x.nd_sbp(), dtype.value_or(x.dtype()));
+  }
   return full(x.shape(), value, dtype.value_or(x.dtype()));
 }
-Tensor empty_like(const Tensor& x) { return Tensor::empty(x.shape(), x.dtype(), x.device()); }
+Tensor empty_like(const Tensor& x) {
+  if (x.is_global()) return zeros_like(x);
+  return Tensor::empty(x.shape(), x.dtype(), x.device());
+}
 
 Tensor arange(Scalar end) { return arange(0, end, 1); }
 
@@ -118,8 +124,12 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
   return call1(randint_op, {}, attrs);
 }
 
-Tensor rand_like(const Tensor& x, Generator* generator) { return rand(x.shape(), x.dtype(), generator); }
+Tensor rand_like(const Tensor& x, Generator* generator) {
+  if (x.is_global()) return rand(x.shape(), x.placement(), x.nd_sbp(), x.dtype(), generator);
+  return rand(x.shape(), x.dtype(), generator);
+}
 Tensor randn_like(const Tensor& x, Generator* generator) {
+  if (x.is_global()) return randn(x.shape(), x.placement(), x.nd_sbp(), x.dtype(), generator);
   return randn(x.shape(), x.dtype(), generator);
 }
 Tensor randint_like(const Tensor& x, int64_t low, int64_t high, Generator* generator) {

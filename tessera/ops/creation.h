@@ -14,6 +14,7 @@ namespace tessera {
 Tensor zeros(const Shape& shape, DType dtype = DType::f32);
 Tensor ones(const Shape& shape, DType dtype = DType::f32);
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+// The *_like factories keep a global x's placement and SBP.
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype = std::nullopt);
@@ -35,6 +36,21 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DTyp
 Tensor rand_like(const Tensor& x, Generator* generator = nullptr);
 Tensor randn_like(const Tensor& x, Generator* generator = nullptr);
 Tensor randint_like(const Tensor& x, int64_t low, int64_t high, Generator* generator = nullptr);
+
+// Global factories (defined by the global layer): the same logical values as
+// the local ones, laid out on `placement` as `sbp`; each rank builds only its
+// shard where it can. A partial-sum layout puts the values on the first rank
+// of each partial axis and zeros on the others.
+Tensor full(const Shape& shape, Scalar value, const Placement& placement, const NdSbp& sbp,
+            std::optional<DType> dtype = std::nullopt);
+Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+             DType dtype = DType::f32);
+Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+            DType dtype = DType::f32);
+Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+            DType dtype = DType::f32, Generator* generator = nullptr);
+Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+             DType dtype = DType::f32, Generator* generator = nullptr);
 
 // Builds a tensor from nested initializer data: tensor({1.f, 2.f}) etc.
 template <typename T>

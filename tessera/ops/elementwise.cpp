@@ -573,6 +573,16 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(*this)
 Tensor Tensor::clone() const { return copy(*this); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  if (is_global()) {
+    TESSERA_CHECK(!(grad_enabled() && requires_grad() && is_leaf()),
+                  "[copy_] a leaf tensor that requires grad cannot be written in place while "
+                  "grad mode is on; use NoGradGuard");
+    global_copy_(*this, src);
+    return *this;
+  }
+  TESSERA_CHECK(!src.is_global(), "[copy_] cannot copy a global tensor (",
+                placement_str(src.placement()), ", ", nd_sbp_str(src.nd_sbp()),
+                ") into a local one; use src.to_local() or make the destination global");
   TESSERA_CHECK(is_contiguous(), "[copy_] the destination must be contiguous, got shape ",
                 shape_str(shape()), " with strides ", shape_str(strides()));
   TESSERA_CHECK(!(grad_enabled() && requires_grad() && is_leaf()),

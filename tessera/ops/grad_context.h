@@ -31,6 +31,7 @@ class GradContext {
   const Attrs& attrs() const { return saved_.attrs; }
   int num_inputs() const { return static_cast<int>(saved_.input_metas.size()); }
   const TensorMeta& input_meta(int i) const { return saved_.input_metas.at(i); }
+  const TensorMeta& output_meta(int i) const { return saved_.output_metas.at(i); }
   const Tensor& input(int i) const;
   // Output i of the forward op: the saved one, or recomputed from the inputs
   // when the gradient itself is being recorded (create_graph), so that

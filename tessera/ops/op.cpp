@@ -88,21 +88,27 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
   std::vector<TensorMeta> input_metas;
   input_metas.reserve(inputs.size());
   bool any_requires_grad = false;
+  bool any_global = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     TESSERA_CHECK(inputs[i].defined(), "[", op.name, "] input ", i, " is an undefined tensor");
     input_metas.push_back(inputs[i].meta());
     any_requires_grad = any_requires_grad || inputs[i].requires_grad();
+    any_global = any_global || inputs[i].is_global();
     TESSERA_CHECK(inputs[i].device() == inputs[0].device(), "[", op.name,
                   "] inputs are on different devices: ", device_str(inputs[0].device()), " and ",
                   device_str(inputs[i].device()));
   }
-  std::vector<TensorMeta> output_metas = op.infer(input_metas, attrs);
 
   std::vector<Tensor> outputs;
-  outputs.reserve(output_metas.size());
-  if (op.view) {
+  if (any_global) {
+    GradModeGuard no_grad(false);  // the tape records the logical op below
+    outputs = global_call(op, inputs, attrs);
+  } else if (op.view) {
+    op.infer(input_metas, attrs);  // checks the arguments
     outputs.push_back(op.view(inputs, attrs));
   } else {
+    std::vector<TensorMeta> output_metas = op.infer(input_metas, attrs);
+    outputs.reserve(output_metas.size());
     for (const TensorMeta& meta : output_metas) {
       outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
     }

@@ -86,6 +86,14 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs,
                          const Attrs& attrs = {});
 Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
 
+// Runs `op` on inputs of which at least one is global (defined by the global
+// layer, tessera/global/dispatch.cpp): picks an SBP signature, boxes the
+// inputs to it, runs the local op on the shards and wraps the outputs.
+std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
+                                const Attrs& attrs);
+// dst.copy_(src) for a global dst (defined by the global layer).
+void global_copy_(const Tensor& dst, const Tensor& src);
+
 // Records `op` on the autograd tape (defined by the autograd layer).
 void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                  std::vector<Tensor>& outputs);

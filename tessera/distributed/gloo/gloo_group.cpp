@@ -278,7 +278,14 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
   int64_t total = 0;
   for (int64_t count : recv_bytes) total += count;
   received.resize(static_cast<size_t>(total));
-  if (!packed.empty() || total > 0) {
+  // Whether anything moves at all must be decided alike on every rank (from
+  // the gathered row counts), or a rank with nothing to do would skip the
+  // exchange its peers wait in.
+  int64_t job_rows = 0;
+  for (int peer = 0; peer < size_; ++peer) {
+    for (int dest = 0; dest < size_; ++dest) job_rows += all[peer * stride + Layout::kFields + dest];
+  }
+  if (job_rows > 0 && mine.row_bytes > 0) {
     // Gloo refuses null buffers; a dummy byte stands in for an empty side.
     if (packed.empty()) packed.push_back(0);
     if (received.empty()) received.push_back(0);

@@ -1,0 +1,74 @@
+#include "tessera/global/layout.h"
+
+#include <algorithm>
+
+#include "tessera/core/error.h"
+
+namespace tessera::global {
+
+Range split_range(int64_t length, int64_t parts, int64_t index) {
+  int64_t base = length / parts, extra = length % parts;
+  return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
+}
+
+int64_t Region::numel() const { return tessera::numel(size); }
+
+Region intersect(const Region& a, const Region& b) {
+  Region out{a.start, a.size};
+  for (size_t d = 0; d < a.start.size(); ++d) {
+    int64_t lo = std::max(a.start[d], b.start[d]);
+    int64_t hi = std::min(a.start[d] + a.size[d], b.start[d] + b.size[d]);
+    out.start[d] = lo;
+    out.size[d] = std::max<int64_t>(hi - lo, 0);
+  }
+  return out;
+}
+
+Region shard_region(const Shape& shape, const Placement& placement, const NdSbp& sbp, int index,
+                    int axes) {
+  Region region{std::vector<int64_t>(shape.size(), 0), shape};
+  std::vector<int64_t> coord = placement.coordinate(index);
+  int limit = axes < 0 ? sbp.ndim() : axes;
+  for (int a = 0; a < limit; ++a) {
+    const Sbp& s = sbp[a];
+    if (!s.is_split()) continue;
+    auto d = static_cast<size_t>(s.axis);
+    Range range = split_range(region.size[d], placement.mesh()[static_cast<size_t>(a)],
+                              coord[static_cast<size_t>(a)]);
+    region.start[d] += range.start;
+    region.size[d] = range.size;
+  }
+  return region;
+}
+
+Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& sbp, int index) {
+  return shard_region(shape, placement, sbp, index).size;
+}
+
+void check_layout(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+                  const std::string& op) {
+  TESSERA_CHECK(placement.defined(), "[", op, "] needs a placement");
+  TESSERA_CHECK(sbp.defined(), "[", op, "] needs an sbp");
+  TESSERA_CHECK(sbp.ndim() == placement.ndim(), "[", op, "] sbp ", nd_sbp_str(sbp), " has ",
+                sbp.ndim(), " axes but placement ", placement_str(placement), " has a ",
+                placement.ndim(), "-D mesh; give one Sbp per mesh axis");
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    if (!sbp[a].is_split()) continue;
+    TESSERA_CHECK(sbp[a].axis < static_cast<int64_t>(shape.size()), "[", op, "] sbp ",
+                  nd_sbp_str(sbp), " splits dim ", sbp[a].axis, " but the tensor of shape ",
+                  shape_str(shape), " has ", shape.size(), " dims; valid split axes are 0..",
+                  static_cast<int64_t>(shape.size()) - 1);
+  }
+}
+
+NdSbp with_axis(const NdSbp& nd, int axis, const Sbp& sbp) {
+  std::vector<Sbp> sbps = nd.sbps();
+  sbps.at(static_cast<size_t>(axis)) = sbp;
+  return NdSbp(sbps);
+}
+
+NdSbp uniform(const Sbp& sbp, int ndim) {
+  return NdSbp(std::vector<Sbp>(static_cast<size_t>(ndim), sbp));
+}
+
+}  // namespace tessera::global

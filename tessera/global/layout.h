@@ -1,0 +1,51 @@
+#pragma once
+
+// Where the pieces of a global tensor sit (DESIGN §4). Splits are uneven
+// when they must be: length N over k parts gives the first N mod k parts one
+// extra element. On an n-D mesh the axes split in order: axis 0 splits the
+// logical tensor, axis 1 splits each of those pieces, and so on.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/placement.h"
+#include "tessera/core/shape.h"
+
+namespace tessera::global {
+
+// Part `index` of `length` split into `parts`.
+struct Range {
+  int64_t start = 0;
+  int64_t size = 0;
+};
+Range split_range(int64_t length, int64_t parts, int64_t index);
+
+// A box of the logical tensor: start and size per dim.
+struct Region {
+  std::vector<int64_t> start;
+  Shape size;
+  int64_t numel() const;
+  bool empty() const { return numel() == 0; }
+};
+// The overlap of two boxes (empty sizes when they do not overlap).
+Region intersect(const Region& a, const Region& b);
+
+// The box the rank at `index` of the placement holds (partial and broadcast
+// axes hold the whole extent), considering only mesh axes below `axes`.
+Region shard_region(const Shape& shape, const Placement& placement, const NdSbp& sbp, int index,
+                    int axes = -1);
+// Shape of that rank's shard.
+Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& sbp, int index);
+
+// Throws, naming `op`, unless `sbp` fits `placement` and every split axis is
+// a dim of `shape`.
+void check_layout(const Shape& shape, const Placement& placement, const NdSbp& sbp,
+                  const std::string& op);
+
+// NdSbp with axis `axis` replaced by `sbp`.
+NdSbp with_axis(const NdSbp& nd, int axis, const Sbp& sbp);
+// Same as `sbp` on every one of `ndim` axes.
+NdSbp uniform(const Sbp& sbp, int ndim);
+
+}  // namespace tessera::global

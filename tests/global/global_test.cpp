@@ -1,0 +1,113 @@
+// Global tensors: layout arithmetic in process, and the multi-process checks
+// of global_worker.cpp (boxing, every op in every signature, autograd,
+// errors) started through tessera-run on 2, 3 and 4 ranks.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+TEST(PlacementTest, InternedAndDescribed) {
+  Placement a = Placement::cpu(4);
+  Placement b(DeviceType::cpu, {0, 1, 2, 3});
+  EXPECT_TRUE(a == b);
+  EXPECT_FALSE(a == Placement::cpu_mesh({2, 2}));
+  EXPECT_EQ(placement_str(Placement::cpu_mesh({2, 2})), "cpu:[0, 1, 2, 3] as [2, 2]");
+  EXPECT_EQ(Placement::cpu_mesh({2, 2}).coordinate(3), std::vector<int64_t>({1, 1}));
+  EXPECT_EQ(Placement::cpu_mesh({2, 3}).index_at({1, 2}), 5);
+  EXPECT_EQ(Placement(DeviceType::cpu, {3, 1}).index_of(1), 1);
+  EXPECT_EQ(Placement(DeviceType::cpu, {3, 1}).index_of(0), -1);
+  EXPECT_TRUE(NdSbp({Sbp::split(1), Sbp::broadcast()}) == NdSbp({Sbp::split(1), Sbp::broadcast()}));
+  EXPECT_EQ(nd_sbp_str(NdSbp({Sbp::partial_sum(), Sbp::split(0)})), "(P(sum), S(0))");
+  EXPECT_HAS(error_of([] { Placement(DeviceType::cpu, {0, 0}); }), "listed twice");
+  EXPECT_HAS(error_of([] { Placement(DeviceType::cpu, {0, 1, 2}, {2, 2}); }), "holds 4 ranks");
+}
+
+TEST(LayoutTest, UnevenSplitsGiveTheFirstPartsTheExtra) {
+  EXPECT_EQ(global::split_range(7, 3, 0).size, 3);
+  EXPECT_EQ(global::split_range(7, 3, 1).start, 3);
+  EXPECT_EQ(global::split_range(7, 3, 2).size, 2);
+  EXPECT_EQ(global::split_range(2, 4, 3).size, 0);
+  // Nested: axis 0 splits rows 7 -> 4 | 3, axis 1 splits each again.
+  Placement mesh = Placement::cpu_mesh({2, 2});
+  NdSbp sbp({Sbp::split(0), Sbp::split(0)});
+  global::Region r = global::shard_region({7, 5}, mesh, sbp, 3);
+  EXPECT_EQ(r.start, std::vector<int64_t>({6, 0}));
+  EXPECT_EQ(r.size, Shape({1, 5}));
+  NdSbp cols({Sbp::split(1), Sbp::broadcast()});
+  EXPECT_HAS(error_of([&] { global::check_layout({4}, mesh, cols, "op"); }), "splits dim 1");
+  EXPECT_HAS(error_of([&] { global::check_layout({4}, mesh, NdSbp(Sbp::split(0)), "op"); }),
+             "one Sbp per mesh axis");
+}
+
+TEST(GlobalTensorTest, OneProcessWithoutInit) {
+  // No init_process_group: the default group is this process alone.
+  Placement one = Placement::cpu(1);
+  Tensor x = uniform({4, 3}, -1, 1, 5, DType::f32);
+  Tensor g = x.to_global(one, Sbp::split(0));
+  EXPECT_TRUE(g.is_global());
+  EXPECT_EQ(g.shape(), Shape({4, 3}));
+  EXPECT_TRUE(all_close(g.to_global(one, Sbp::broadcast()).to_local(), x));
+  Tensor y = matmul(g, g.t());
+  EXPECT_TRUE(y.is_global());
+  EXPECT_TRUE(all_close(y.to_local(), matmul(x, x.t())));
+  EXPECT_HAS(to_string(y), "sbp=");
+  EXPECT_HAS(error_of([&] { g.to_vector<float>(); }), "to_local");
+}
+
+#ifdef TESSERA_RUN_PATH
+struct Job {
+  int status;
+  std::string output;
+};
+
+Job run_workers(int ranks, const std::string& mode) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("tessera_global_" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string(TESSERA_RUN_PATH) + " -n " + std::to_string(ranks) +
+                              " --timeout 60 " + TESSERA_GLOBAL_WORKER + " " + mode + " > " +
+                              log.string() + " 2>&1";
+  const int raw = std::system(command.c_str());
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove(log);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+}
+
+class GlobalJobTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlobalJobTest, EveryBoxingConversionMatchesTheReference) {
+  Job job = run_workers(GetParam(), "boxing");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "checks passed");
+}
+
+TEST_P(GlobalJobTest, EveryOpInEverySignatureMatchesOneProcess) {
+  Job job = run_workers(GetParam(), "ops");
+  EXPECT_EQ(job.status, 0) << job.output;
+}
+
+TEST_P(GlobalJobTest, GradientsFlowThroughGlobalOps) {
+  Job job = run_workers(GetParam(), "autograd");
+  EXPECT_EQ(job.status, 0) << job.output;
+}
+
+TEST_P(GlobalJobTest, MisuseGivesClearErrors) {
+  Job job = run_workers(GetParam(), "errors");
+  EXPECT_EQ(job.status, 0) << job.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlobalJobTest, ::testing::Values(2, 3, 4));
+#endif
+
+}  // namespace
+}  // namespace tessera::testing

@@ -1,0 +1,315 @@
+// One rank of the multi-process global-tensor tests (global_test.cpp starts
+// N copies through tessera-run). Every check compares against a reference
+// this rank computes alone on whole tensors. The first mismatch is printed
+// to stderr and the rank exits 1. Modes (argv[1]):
+//   boxing    every SBP conversion on 1-D meshes, 2-D meshes (4 ranks) and
+//             between placements, uneven sizes included
+//   ops       every registered SBP case, run on global inputs in each of its
+//             signatures
+//   autograd  gradients through global ops and to_global/to_local
+//   errors    SBP misuse gives clear errors
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tessera/global/process_groups.h"
+#include "testing.h"
+
+using namespace tessera;
+
+namespace {
+
+int g_rank = 0;
+int g_checks = 0;
+
+#define CHECK_WORKER(cond, ...)                                                                 \
+  do {                                                                                         \
+    ++g_checks;                                                                                \
+    if (!(cond)) TESSERA_FAIL("rank ", g_rank, " line ", __LINE__, ": ", #cond, " ", ##__VA_ARGS__); \
+  } while (0)
+
+void check_close(const Tensor& actual, const Tensor& expected, double tol, const std::string& what) {
+  auto result = tessera::testing::all_close(actual, expected, tol, tol);
+  CHECK_WORKER(result, what, ": ", result.message());
+}
+
+// This rank's shard of `whole` laid out as `sbp` on `placement`, built level
+// by level from the test's own sharding (random decompositions for partial
+// values, the same on every rank that shares the outer coordinates).
+Tensor reference_shard(const Tensor& whole, const Placement& placement, const NdSbp& sbp,
+                       int index) {
+  std::vector<int64_t> coord = placement.coordinate(index);
+  Tensor level = whole;
+  uint64_t seed = 7;
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    std::vector<std::vector<int64_t>> starts;
+    auto shards = tessera::testing::make_shards(level, sbp[a], placement.mesh()[a], seed, starts);
+    level = shards[static_cast<size_t>(coord[static_cast<size_t>(a)])];
+    seed = seed * 31 + static_cast<uint64_t>(coord[static_cast<size_t>(a)]) + 1;
+  }
+  return level;
+}
+
+Tensor make_source(const Tensor& whole, const Placement& placement, const NdSbp& sbp) {
+  const int index = placement.index_of(g_rank);
+  Tensor local = index >= 0 ? reference_shard(whole, placement, sbp, index) : Tensor();
+  return make_global(local, whole.shape(), whole.dtype(), placement, sbp);
+}
+
+// Reduces a global tensor's partial axes with raw collectives and compares
+// this rank's data with its region of `whole`.
+void check_global(const Tensor& y, const Tensor& whole, const std::string& what, double tol = 1e-5) {
+  CHECK_WORKER(y.is_global() && y.shape() == whole.shape(), what);
+  const Placement placement = y.placement();
+  const int index = placement.index_of(g_rank);
+  if (index < 0) {
+    CHECK_WORKER(!y.local_shard().defined(), what, ": a rank outside the placement holds data");
+    return;
+  }
+  Tensor local = y.local_shard().clone();
+  std::vector<Sbp> as_broadcast = y.nd_sbp().sbps();
+  for (int a = y.nd_sbp().ndim(); a-- > 0;) {
+    const Sbp& s = y.nd_sbp()[a];
+    if (!s.is_partial()) continue;
+    auto group = global::group_of(global::axis_ranks(placement, index, a));
+    group->all_reduce(local, s.kind == SbpKind::partial_sum   ? distributed::ReduceOp::sum
+                             : s.kind == SbpKind::partial_max ? distributed::ReduceOp::max
+                                                              : distributed::ReduceOp::min);
+    as_broadcast[static_cast<size_t>(a)] = Sbp::broadcast();
+  }
+  global::Region region = global::shard_region(whole.shape(), placement, NdSbp(as_broadcast), index);
+  Tensor expected = whole;
+  for (size_t d = 0; d < region.size.size(); ++d) {
+    expected = expected.narrow(static_cast<int64_t>(d), region.start[d], region.size[d]);
+  }
+  check_close(local, expected, tol, what);
+}
+
+std::string layout_str(const Placement& p, const NdSbp& s) {
+  return placement_str(p) + " " + nd_sbp_str(s);
+}
+
+void convert_and_check(const Tensor& whole, const Placement& from_p, const NdSbp& from_s,
+                       const Placement& to_p, const NdSbp& to_s) {
+  Tensor x = make_source(whole, from_p, from_s);
+  if (std::getenv("GLOBAL_WORKER_TRACE")) {
+    std::fprintf(stderr, "%s -> %s\n", layout_str(from_p, from_s).c_str(), layout_str(to_p, to_s).c_str());
+  }
+  Tensor y = x.to_global(to_p, to_s);
+  check_global(y, whole, layout_str(from_p, from_s) + " -> " + layout_str(to_p, to_s) + " of " +
+                             shape_str(whole.shape()));
+  // The source is unchanged (boxing never writes into it).
+  check_global(x, whole, "source after boxing");
+}
+
+std::vector<NdSbp> one_d_sbps() {
+  return {Sbp::split(0), Sbp::split(1), Sbp::broadcast(), Sbp::partial_sum(), Sbp::partial_max(),
+          Sbp::partial_min()};
+}
+
+void run_boxing(int n) {
+  Tensor whole = tessera::testing::uniform({5, 7}, -3, 3, 11, DType::f32);
+  Placement all = Placement::cpu(n);
+  for (const NdSbp& from : one_d_sbps()) {
+    for (const NdSbp& to : one_d_sbps()) convert_and_check(whole, all, from, all, to);
+  }
+  // Integer data moves too.
+  Tensor ints = tessera::testing::uniform({6, 3}, -50, 50, 3, DType::f64).to(DType::i64);
+  for (const NdSbp& from : {NdSbp(Sbp::split(0)), NdSbp(Sbp::partial_sum())}) {
+    for (const NdSbp& to : {NdSbp(Sbp::split(1)), NdSbp(Sbp::broadcast())}) {
+      convert_and_check(ints, all, from, all, to);
+    }
+  }
+  // Between placements: a subset, the reversed order, and back.
+  std::vector<int> reversed;
+  for (int r = n; r-- > 0;) reversed.push_back(r);
+  std::vector<int> first(reversed.rbegin() + 1, reversed.rend());  // [0, n-1)
+  std::vector<int> last(reversed.begin(), reversed.end() - 1);      // ranks n-1 .. 1
+  const std::vector<Placement> others{Placement(DeviceType::cpu, reversed),
+                                      Placement(DeviceType::cpu, first),
+                                      Placement(DeviceType::cpu, last)};
+  for (const Placement& other : others) {
+    for (const NdSbp& from : one_d_sbps()) {
+      for (const NdSbp& to : {NdSbp(Sbp::split(0)), NdSbp(Sbp::split(1)), NdSbp(Sbp::broadcast()),
+                              NdSbp(Sbp::partial_sum())}) {
+        convert_and_check(whole, all, from, other, to);
+        convert_and_check(whole, other, to, all, from);
+      }
+    }
+  }
+  if (n != 4) return;
+  // A [2, 2] mesh: every pair of a representative set of 2-D SBPs.
+  Placement mesh = Placement::cpu_mesh({2, 2});
+  const Sbp s0 = Sbp::split(0), s1 = Sbp::split(1), b = Sbp::broadcast(), p = Sbp::partial_sum(),
+            pmax = Sbp::partial_max();
+  std::vector<NdSbp> two_d{NdSbp({s0, s1}), NdSbp({s0, s0}), NdSbp({b, s0}), NdSbp({p, s1}),
+                           NdSbp({s1, p}),  NdSbp({b, b}),   NdSbp({p, p}),  NdSbp({pmax, b}),
+                           NdSbp({s1, s0}), NdSbp({s1, s1}), NdSbp({p, b}),  NdSbp({b, p})};
+  for (const NdSbp& from : two_d) {
+    for (const NdSbp& to : two_d) convert_and_check(whole, mesh, from, mesh, to);
+  }
+  // 2-D <-> 1-D placements.
+  for (const NdSbp& from : two_d) {
+    convert_and_check(whole, mesh, from, all, Sbp::split(1));
+    convert_and_check(whole, all, Sbp::partial_sum(), mesh, from);
+  }
+}
+
+// Each registered SBP case, on global inputs laid out as each signature
+// says, must give the single-process result.
+void run_ops(int n) {
+  Placement all = Placement::cpu(n);
+  int cases = 0;
+  for (const tessera::testing::SbpCase& sbp_case : tessera::testing::sbp_cases()) {
+    const OpDef& op = find_op(sbp_case.op);
+    std::vector<Tensor> inputs = sbp_case.inputs();
+    if (inputs.empty()) continue;  // factories: see check_factories
+    std::vector<TensorMeta> metas;
+    for (const Tensor& input : inputs) metas.push_back(input.meta());
+    NoGradGuard no_grad;
+    std::vector<Tensor> expected = call(op, inputs, sbp_case.attrs);
+    for (const SbpSignature& signature : sbp_signatures(op, metas, sbp_case.attrs)) {
+      std::vector<Tensor> global_inputs;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        global_inputs.push_back(make_source(inputs[i], all, signature.inputs[i]));
+      }
+      const std::string where = "[" + sbp_case.op + "] " + signature_str(signature);
+      std::vector<Tensor> outputs = call(op, global_inputs, sbp_case.attrs);
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        // Random ops (dropout) give the same values whatever the layout.
+        check_global(outputs[o], expected[o], where + " output " + std::to_string(o),
+                     std::max(sbp_case.rtol, 1e-4));
+      }
+      ++cases;
+    }
+  }
+  CHECK_WORKER(cases > 100, "only ", cases, " signature cases ran");
+}
+
+// Global factories give the single-process values in any layout.
+void check_factories(int n) {
+  Placement all = Placement::cpu(n);
+  for (const NdSbp& sbp : one_d_sbps()) {
+    Generator a(42), b(42);
+    check_global(rand({5, 3}, all, sbp, DType::f32, &a), rand({5, 3}, DType::f32, &b),
+                 "rand " + nd_sbp_str(sbp));
+    check_global(randn({3, 5}, all, sbp, DType::f32, &a), randn({3, 5}, DType::f32, &b),
+                 "randn " + nd_sbp_str(sbp));
+    check_global(full({4, 3}, 2.5, all, sbp), full({4, 3}, 2.5), "full " + nd_sbp_str(sbp));
+    Tensor like = ones_like(zeros({7, 2}, all, sbp));
+    CHECK_WORKER(like.nd_sbp() == sbp, "ones_like keeps the layout");
+    check_global(like, ones({7, 2}), "ones_like " + nd_sbp_str(sbp));
+  }
+  // copy_ into a global tensor from a local (logical) value and from a global one.
+  Tensor value = tessera::testing::uniform({5, 4}, -1, 1, 9, DType::f32);
+  for (const NdSbp& sbp : one_d_sbps()) {
+    Tensor dst = zeros({5, 4}, all, sbp);
+    dst.copy_(value);
+    check_global(dst, value, "copy_ from local into " + nd_sbp_str(sbp));
+    dst.zero_();
+    dst.copy_(make_source(value, all, Sbp::split(1)));
+    check_global(dst, value, "copy_ from S(1) into " + nd_sbp_str(sbp));
+  }
+}
+
+void run_autograd(int n) {
+  Placement all = Placement::cpu(n);
+  Tensor x_whole = tessera::testing::uniform({7, 5}, -1, 1, 1, DType::f64);
+  Tensor w_whole = tessera::testing::uniform({5, 3}, -1, 1, 2, DType::f64);
+  Tensor c_whole = tessera::testing::uniform({7, 3}, -1, 1, 3, DType::f64);
+  // Reference on whole tensors.
+  Tensor w_ref = w_whole.clone().set_requires_grad();
+  Tensor x_ref = x_whole.clone().set_requires_grad();
+  sum(mul(relu(matmul(x_ref, w_ref)), c_whole)).backward();
+
+  // Data split by rows, weight broadcast: the weight's gradient arrives
+  // partial and is all-reduced into its own layout.
+  for (const NdSbp& x_sbp : {NdSbp(Sbp::split(0)), NdSbp(Sbp::split(1)), NdSbp(Sbp::broadcast())}) {
+    Tensor x = make_source(x_whole, all, x_sbp).detach().set_requires_grad();
+    Tensor w = make_source(w_whole, all, Sbp::broadcast()).detach().set_requires_grad();
+    Tensor c = make_source(c_whole, all, Sbp::split(0));
+    Tensor loss = sum(mul(relu(matmul(x, w)), c));
+    CHECK_WORKER(loss.is_global(), "loss is global");
+    check_global(loss, sum(mul(relu(matmul(x_whole, w_whole)), c_whole)), "loss", 1e-9);
+    loss.backward();
+    CHECK_WORKER(w.grad().nd_sbp() == NdSbp(Sbp::broadcast()), "weight grad layout ",
+                 nd_sbp_str(w.grad().nd_sbp()));
+    CHECK_WORKER(x.grad().nd_sbp() == x_sbp, "input grad layout ", nd_sbp_str(x.grad().nd_sbp()));
+    check_global(w.grad(), w_ref.grad(), "weight grad with x " + nd_sbp_str(x_sbp), 1e-9);
+    check_global(x.grad(), x_ref.grad(), "input grad with x " + nd_sbp_str(x_sbp), 1e-9);
+  }
+
+  // Through to_global / to_local from local tensors: each rank's rows.
+  global::Range rows = global::split_range(7, n, g_rank);
+  Tensor mine = x_whole.narrow(0, rows.start, rows.size).clone().set_requires_grad();
+  Tensor xg = mine.to_global(all, Sbp::split(0));
+  CHECK_WORKER(xg.shape() == Shape({7, 5}), "logical shape ", shape_str(xg.shape()));
+  Tensor w = make_source(w_whole, all, Sbp::broadcast()).detach().set_requires_grad();
+  Tensor out = relu(matmul(xg, w)).to_global(all, Sbp::broadcast());
+  sum(mul(out.to_local(), c_whole)).backward();
+  // Each rank's loss uses the whole (broadcast) output: the ranks' losses
+  // are one logical loss, as in SPMD.
+  check_close(mine.grad(), x_ref.grad().narrow(0, rows.start, rows.size), 1e-9, "local input grad");
+  check_global(w.grad(), w_ref.grad(), "weight grad through to_local", 1e-9);
+
+  // Broadcast from local: the first rank's data wins.
+  Tensor rank_value = full({2}, static_cast<double>(g_rank + 1), DType::f64);
+  Tensor b = rank_value.to_global(all, Sbp::broadcast());
+  check_close(b.to_local(), full({2}, 1.0, DType::f64), 0, "broadcast from local");
+  CHECK_WORKER(rank_value.to_vector<double>()[0] == g_rank + 1, "caller's tensor kept");
+}
+
+void run_errors(int n) {
+  Placement all = Placement::cpu(n);
+  Tensor a = zeros({4, 4}, all, Sbp::split(0));
+  Tensor other = zeros({4, 4}, Placement(DeviceType::cpu, {0}), Sbp::broadcast());
+  std::string message = tessera::testing::error_of([&] { add(a, other); });
+  CHECK_WORKER(message.find("[add]") != std::string::npos &&
+                   message.find("share one placement") != std::string::npos &&
+                   message.find("S(0)") != std::string::npos,
+               message);
+  message = tessera::testing::error_of([&] { a.to_global(all, Sbp::split(2)); });
+  CHECK_WORKER(message.find("splits dim 2") != std::string::npos, message);
+  message = tessera::testing::error_of([&] { a.to_global(Placement::cpu(n + 1), Sbp::split(0)); });
+  CHECK_WORKER(message.find("processes") != std::string::npos, message);
+  message = tessera::testing::error_of([&] { add(a, ones({4, 4})); });
+  CHECK_WORKER(message.find("local tensor") != std::string::npos, message);
+  message = tessera::testing::error_of([&] { (void)a.data<float>(); });
+  CHECK_WORKER(message.find("to_local") != std::string::npos, message);
+  // Shards that do not follow the uneven rule.
+  Tensor piece = zeros({g_rank == 0 ? 1 : 3, 2});
+  message = tessera::testing::error_of([&] { piece.to_global(all, Sbp::split(0)); });
+  CHECK_WORKER(message.find("uneven") != std::string::npos, message);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "boxing";
+  try {
+    auto world = distributed::init_process_group();
+    g_rank = world->rank();
+    const int n = world->size();
+    if (mode == "boxing") {
+      run_boxing(n);
+    } else if (mode == "ops") {
+      run_ops(n);
+      check_factories(n);
+    } else if (mode == "autograd") {
+      run_autograd(n);
+    } else if (mode == "errors") {
+      run_errors(n);
+    } else {
+      std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+      return 2;
+    }
+    world->barrier();
+    std::printf("%s: %d checks passed\n", mode.c_str(), g_checks);
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "rank %d failed: %s\n", g_rank, error.what());
+    return 1;
+  }
+}
