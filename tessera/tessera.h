@@ -25,6 +25,7 @@
 #include "tessera/distributed/store.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/layout.h"
+#include "tessera/global/parallel.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/io/atomic_file_writer.h"
 #include "tessera/io/checkpoint.h"

@@ -44,7 +44,12 @@ class GPT : public nn::Module {
     TESSERA_CHECK(tokens.dim() == 2 && tokens.size(1) <= config_.context,
                   "[GPT] tokens must be [B, T] with T <= ", config_.context, ", got ",
                   shape_str(tokens.shape()));
-    Tensor h = add((*token)(tokens), (*position)(arange(tokens.size(1))));
+    Tensor positions = arange(tokens.size(1));
+    if (tokens.is_global()) {
+      positions = positions.to_global(tokens.placement(),
+                                      NdSbp::broadcast(tokens.placement().ndim()));
+    }
+    Tensor h = add((*token)(tokens), (*position)(positions));
     for (const auto& block : *blocks) h = block->forward(h);
     return (*head)((*norm)(h));
   }

@@ -60,6 +60,10 @@ class NdSbp {
   NdSbp() = default;
   NdSbp(std::vector<Sbp> sbps);  // NOLINT: implicit from a list is the natural spelling
   NdSbp(Sbp sbp) : NdSbp(std::vector<Sbp>{sbp}) {}  // NOLINT
+  // Broadcast on every one of `ndim` mesh axes.
+  static NdSbp broadcast(int ndim) {
+    return NdSbp(std::vector<Sbp>(static_cast<size_t>(ndim), Sbp::broadcast()));
+  }
 
   bool defined() const { return data_ != nullptr; }
   const std::vector<Sbp>& sbps() const;

@@ -115,6 +115,7 @@ class Tensor {
   template <typename T>
   T item() const;
   // Copies the elements (in logical row-major order) out, converting to T.
+  // On a global tensor this gathers the logical values (a collective).
   template <typename T>
   std::vector<T> to_vector() const;
 
@@ -200,6 +201,14 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  if (is_global()) {
+    // The logical values: every rank of the placement gathers them (SPMD:
+    // all ranks must ask together).
+    Tensor whole = to_global(placement(), NdSbp::broadcast(placement().ndim())).local_shard();
+    TESSERA_CHECK(whole.defined(), "[to_vector] this rank is outside the placement ",
+                  placement_str(placement()), " and holds no values");
+    return whole.to_vector<T>();
+  }
   Tensor dense = to(DTypeOf<T>::value).contiguous();
   const T* src = dense.data<T>();
   return std::vector<T>(src, src + dense.numel());

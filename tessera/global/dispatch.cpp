@@ -85,6 +85,38 @@ bool fits_layout(const OpDef& op, const SbpSignature& signature,
   return true;
 }
 
+// On an n-D mesh the per-axis choices must also compose: every rank's
+// shards, split by all axes at once, must give its output shards.
+bool composes(const OpDef& op, const Placement& placement,
+              const std::vector<std::vector<Sbp>>& input_sbps,
+              const std::vector<std::vector<Sbp>>& output_sbps,
+              const std::vector<TensorMeta>& metas, const std::vector<TensorMeta>& outputs,
+              const Attrs& attrs) {
+  for (int index = 0; index < placement.size(); ++index) {
+    std::vector<TensorMeta> local = metas;
+    ShardOffsets offsets;
+    for (size_t i = 0; i < metas.size(); ++i) {
+      global::Region region = global::shard_region(metas[i].shape, placement,
+                                                   NdSbp(input_sbps[i]), index);
+      local[i] = {region.size, metas[i].dtype, metas[i].device};
+      offsets.push_back(region.start);
+    }
+    try {
+      Attrs local_attrs = op.localize ? op.localize(attrs, local, metas, offsets) : attrs;
+      std::vector<TensorMeta> got = op.infer(local, local_attrs);
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        if (got.at(o).shape != global::local_shape(outputs[o].shape, placement,
+                                                   NdSbp(output_sbps[o]), index)) {
+          return false;
+        }
+      }
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
@@ -138,6 +170,15 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
                   layouts_str(inputs), "; valid signatures:", signatures_str(signatures));
     for (size_t i = 0; i < inputs.size(); ++i) input_sbps[i].push_back(best->inputs[i]);
     for (size_t o = 0; o < output_metas.size(); ++o) output_sbps[o].push_back(best->outputs[o]);
+  }
+
+  // Axes whose choices do not compose fall back to broadcast, innermost first
+  // (all-broadcast always holds).
+  for (int axis = placement.ndim(); placement.ndim() > 1 && axis-- > 0 &&
+                                    !composes(op, placement, input_sbps, output_sbps, metas,
+                                              output_metas, attrs);) {
+    for (auto& sbps : input_sbps) sbps[static_cast<size_t>(axis)] = Sbp::broadcast();
+    for (auto& sbps : output_sbps) sbps[static_cast<size_t>(axis)] = Sbp::broadcast();
   }
 
   const int index = placement.index_of(global::world_rank());

@@ -90,6 +90,14 @@ class Module {
   // Casts floating-point parameters and buffers in place; handles held
   // elsewhere (optimizers, layer members) see the new dtype.
   Module& to(DType dtype);
+  // Which layout each parameter or buffer takes in to_global, given its
+  // qualified name ("block.0.weight") and the tensor.
+  using SbpRule = std::function<NdSbp(const std::string& name, const Tensor& tensor)>;
+  // Makes every parameter and buffer global on `placement`, in place (the
+  // handles optimizers hold follow): the first rank's values are broadcast,
+  // then each tensor is laid out as `rule` says (broadcast everywhere when
+  // no rule is given). Already-global tensors are redistributed.
+  Module& to_global(const Placement& placement, const SbpRule& rule = {});
   // Drops every parameter's gradient (PyTorch's set_to_none=True).
   void zero_grad();
 

@@ -33,7 +33,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (is_causal) {
     TESSERA_CHECK(!attn_mask.defined(),
                   "[scaled_dot_product_attention] give either attn_mask or is_causal, not both");
-    Tensor future = triu(ones({target_len, source_len}, DType::boolean), 1);
+    // On global scores the mask is a broadcast global tensor (built locally, no traffic).
+    Tensor all = scores.is_global() ? ones({target_len, source_len}, scores.placement(),
+                                           NdSbp::broadcast(scores.placement().ndim()),
+                                           DType::boolean)
+                                    : ones({target_len, source_len}, DType::boolean);
+    Tensor future = triu(all, 1);
     scores = masked_fill(scores, future, -INFINITY);
   } else if (attn_mask.defined()) {
     if (attn_mask.dtype() == DType::boolean) {

@@ -58,6 +58,11 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
 
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_for(const TensorMeta& meta, std::optional<DType> dtype) {
+  if (meta.is_global()) return full(meta.shape, 0.0, meta.placement, meta.sbp, dtype.value_or(meta.dtype));
+  return zeros(meta.shape, dtype.value_or(meta.dtype));
+}
+
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
   return full_like(x, 0.0, dtype);
 }

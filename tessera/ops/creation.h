@@ -14,6 +14,10 @@ namespace tessera {
 Tensor zeros(const Shape& shape, DType dtype = DType::f32);
 Tensor ones(const Shape& shape, DType dtype = DType::f32);
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+// Zeros of meta's shape (and dtype unless given), global with meta's layout
+// when meta is global: what gradient functions start from.
+Tensor zeros_for(const TensorMeta& meta, std::optional<DType> dtype = std::nullopt);
+
 // The *_like factories keep a global x's placement and SBP.
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);

@@ -10,8 +10,7 @@ GradContext::GradContext(const SavedOp& saved, std::vector<Tensor> grad_outputs,
   for (size_t i = 0; i < grad_outputs_.size(); ++i) {
     if (!grad_outputs_[i].defined()) {
       const TensorMeta& meta = saved_.output_metas[i];
-      grad_outputs_[i] = meta.is_global() ? full(meta.shape, 0.0, meta.placement, meta.sbp, meta.dtype)
-                                          : zeros(meta.shape, meta.dtype);
+      grad_outputs_[i] = zeros_for(meta);
     }
   }
 }

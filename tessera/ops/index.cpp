@@ -53,7 +53,8 @@ const OpDef& embedding_op = register_op([] {
     const Tensor& indices = c.input(1);
     int64_t count = indices.numel();
     Tensor rows = c.grad_output(0).reshape({count, weight_shape[1]});
-    Tensor grad = index_add(zeros(weight_shape, rows.dtype()), 0, indices.reshape({count}), rows);
+    Tensor grad = index_add(zeros_for(c.input_meta(0), rows.dtype()), 0, indices.reshape({count}),
+                            rows);
     int64_t padding_idx = c.attrs().i("padding_idx");
     if (padding_idx >= 0) {
       Tensor keep = ne(arange(weight_shape[0]), padding_idx).reshape({weight_shape[0], 1});
@@ -84,7 +85,7 @@ const OpDef& index_select_op = register_op([] {
   };
   def.grad = [](const GradContext& c) {
     const TensorMeta& x = c.input_meta(0);
-    Tensor grad = index_add(zeros(x.shape, c.grad_output(0).dtype()), c.attrs().i("dim"),
+    Tensor grad = index_add(zeros_for(x, c.grad_output(0).dtype()), c.attrs().i("dim"),
                             c.input(1), c.grad_output(0));
     return std::vector<Tensor>{grad, Tensor()};
   };
@@ -112,7 +113,7 @@ const OpDef& gather_op = register_op([] {
   };
   def.grad = [](const GradContext& c) {
     const TensorMeta& x = c.input_meta(0);
-    Tensor grad = scatter_add(zeros(x.shape, c.grad_output(0).dtype()), c.attrs().i("dim"),
+    Tensor grad = scatter_add(zeros_for(x, c.grad_output(0).dtype()), c.attrs().i("dim"),
                               c.input(1), c.grad_output(0));
     return std::vector<Tensor>{grad, Tensor()};
   };

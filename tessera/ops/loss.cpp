@@ -234,8 +234,10 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   bool unbatched = false;
   check_classification("nll_loss", input, labels, weight, reduction, unbatched);
   const int64_t classes = input.shape()[1];
-  if (labels.numel() > 0) {
-    for (int64_t value : labels.to_vector<int64_t>()) {
+  // Each rank checks the labels it holds (a global target is not gathered).
+  const Tensor held = labels.local_shard();
+  if (held.defined() && held.numel() > 0) {
+    for (int64_t value : held.to_vector<int64_t>()) {
       TESSERA_CHECK(value == ignore_index || (value >= 0 && value < classes), "[nll_loss] target ",
                     value, " is out of range for ", classes, " classes; valid targets are 0..",
                     classes - 1, " or ignore_index (", ignore_index, ")");

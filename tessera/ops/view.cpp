@@ -116,19 +116,20 @@ const OpDef& reshape_op = register_op([] {
   };
   def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
                     const std::vector<TensorMeta>& logical, const ShardOffsets&) {
-    Shape out = attrs.ints("shape");
+    const Shape& logical_out = attrs.ints("shape");
+    Shape out = logical_out;
     const Shape& local_in = local[0].shape;
     const Shape& logical_in = logical[0].shape;
     int64_t prefix = 1;
     for (size_t i = 0; i < logical_in.size(); ++i) {
-      if (local_in[i] != logical_in[i]) {
+      if (local_in[i] != logical_in[i]) {  // a split dim (several on n-D meshes)
         int64_t out_prefix = 1;
         for (size_t j = 0; j < out.size(); ++j) {
-          if (out_prefix == prefix && logical_in[i] > 0 && out[j] % logical_in[i] == 0) {
-            out[j] = out[j] / logical_in[i] * local_in[i];
+          if (out_prefix == prefix && logical_in[i] > 0 && logical_out[j] % logical_in[i] == 0) {
+            out[j] = logical_out[j] / logical_in[i] * local_in[i];
             break;
           }
-          out_prefix *= out[j];
+          out_prefix *= logical_out[j];
         }
       }
       prefix *= logical_in[i];

@@ -66,14 +66,18 @@ void Adam::step() {
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const AdamOptions& opts = options(group);
     size_t index = first_index(group);
-    for (const Tensor& param : param_group(group)) {
+    for (const Tensor& global_param : param_group(group)) {
       ParamState& state = this->state(index++);
-      Tensor grad = dense_grad(param);
+      Tensor grad = dense_grad(global_param);
       if (!grad.defined()) continue;
-      Tensor& exp_avg = state.buffers["exp_avg"];
-      Tensor& exp_avg_sq = state.buffers["exp_avg_sq"];
-      if (!exp_avg.defined()) exp_avg = zeros(param.shape(), param.dtype());
-      if (!exp_avg_sq.defined()) exp_avg_sq = zeros(param.shape(), param.dtype());
+      const Tensor param = global_param.local_shard();
+      // Moments share the parameter's layout; the update runs on shards.
+      Tensor& global_exp_avg = state.buffers["exp_avg"];
+      Tensor& global_exp_avg_sq = state.buffers["exp_avg_sq"];
+      if (!global_exp_avg.defined()) global_exp_avg = zeros_like(global_param);
+      if (!global_exp_avg_sq.defined()) global_exp_avg_sq = zeros_like(global_param);
+      Tensor exp_avg = global_exp_avg.local_shard();
+      Tensor exp_avg_sq = global_exp_avg_sq.local_shard();
       const int64_t step = ++state.step;
       const AdamStep s{opts.lr,
                        opts.beta1,

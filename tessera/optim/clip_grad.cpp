@@ -26,7 +26,10 @@ Tensor owned_grad(const Tensor& param) {
 }
 
 template <typename Fn>
-void for_each_value(Tensor& grad, Fn&& fn) {
+void for_each_value(Tensor& global_grad, Fn&& fn) {
+  // A global gradient is visited shard by shard; see across_shards.
+  Tensor grad = global_grad.local_shard();
+  if (!grad.defined()) return;
   if (grad.dtype() == DType::f32) {
     float* data = grad.data<float>();
     for (int64_t i = 0; i < grad.numel(); ++i) fn(data[i]);
@@ -34,6 +37,24 @@ void for_each_value(Tensor& grad, Fn&& fn) {
     double* data = grad.data<double>();
     for (int64_t i = 0; i < grad.numel(); ++i) fn(data[i]);
   }
+}
+
+// Combines a quantity every rank computed over its shard of a global tensor
+// into the value for the whole tensor: the sum (each piece counted once,
+// however many ranks hold a copy) or the max.
+double across_shards(const Tensor& global, double local_value, bool max) {
+  const Placement placement = global.placement();
+  const NdSbp& sbp = global.nd_sbp();
+  double copies = 1;
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    if (!sbp[a].is_split()) copies *= static_cast<double>(placement.mesh()[static_cast<size_t>(a)]);
+  }
+  const auto ndim = static_cast<size_t>(sbp.ndim());
+  NdSbp partial(std::vector<Sbp>(ndim, max ? Sbp::partial_max() : Sbp::partial_sum()));
+  NdSbp broadcast(std::vector<Sbp>(ndim, Sbp::broadcast()));
+  Tensor value = Tensor::scalar(max ? local_value : local_value / copies, DType::f64);
+  return value.to_global(placement, partial).to_global(placement, broadcast).local_shard()
+      .item<double>();
 }
 
 }  // namespace
@@ -50,17 +71,20 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const bool infinity = std::isinf(norm_type);
   double accumulated = 0.0;
   for (Tensor& grad : grads) {
+    double own = 0.0;
     for_each_value(grad, [&](auto value) {
       const double magnitude = std::abs(static_cast<double>(value));
       if (infinity) {
         // NaN must win over any number, so the result reports it.
-        accumulated = std::isnan(magnitude) ? magnitude : std::max(accumulated, magnitude);
+        own = std::isnan(magnitude) ? magnitude : std::max(own, magnitude);
       } else if (norm_type == 2.0) {
-        accumulated += magnitude * magnitude;
+        own += magnitude * magnitude;
       } else {
-        accumulated += std::pow(magnitude, norm_type);
+        own += std::pow(magnitude, norm_type);
       }
     });
+    if (grad.is_global()) own = across_shards(grad, own, infinity);
+    accumulated = infinity ? (std::isnan(own) ? own : std::max(accumulated, own)) : accumulated + own;
   }
   const double total = infinity           ? accumulated
                        : norm_type == 2.0 ? std::sqrt(accumulated)

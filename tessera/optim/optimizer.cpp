@@ -73,6 +73,16 @@ Tensor Optimizer::dense_grad(const Tensor& param) const {
                 shape_str(param.shape()));
   NoGradGuard no_grad;
   if (grad.dtype() != param.dtype()) grad = grad.to(param.dtype());
+  if (param.is_global()) {
+    // Updates run on this rank's shard; the gradient is laid out like it.
+    TESSERA_CHECK(!param.nd_sbp().any_partial(), "[", name_, "] parameter laid out as ",
+                  nd_sbp_str(param.nd_sbp()), "; optimizers need split or broadcast parameters");
+    if (!(grad.placement() == param.placement() && grad.nd_sbp() == param.nd_sbp())) {
+      grad = grad.to_global(param.placement(), param.nd_sbp());
+    }
+    Tensor local = grad.local_shard();
+    return local.defined() ? local.contiguous() : local;
+  }
   return grad.contiguous();
 }
 

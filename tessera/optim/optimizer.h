@@ -58,6 +58,8 @@ class Optimizer {
   size_t first_index(size_t group) const;
   // The parameter's gradient as a contiguous tensor of the parameter's dtype,
   // or undefined when it has none.
+  // For a global parameter: this rank's shard of it (undefined on ranks
+  // outside its placement); pair it with param.local_shard().
   Tensor dense_grad(const Tensor& param) const;
   void check_group(size_t group) const;
 

@@ -46,16 +46,17 @@ void SGD::step() {
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const SGDOptions& opts = options(group);
     size_t index = first_index(group);
-    for (const Tensor& param : param_group(group)) {
+    for (const Tensor& global_param : param_group(group)) {
       ParamState& state = this->state(index++);
-      Tensor grad = dense_grad(param);
+      Tensor grad = dense_grad(global_param);
       if (!grad.defined()) continue;
+      const Tensor param = global_param.local_shard();
       const bool first_step = state.step == 0;
       Tensor buffer;
       if (opts.momentum != 0.0) {
         auto [it, inserted] = state.buffers.try_emplace("momentum_buffer");
-        if (inserted || !it->second.defined()) it->second = zeros(param.shape(), param.dtype());
-        buffer = it->second;
+        if (inserted || !it->second.defined()) it->second = zeros_like(global_param);
+        buffer = it->second.local_shard();
       }
       ++state.step;
       if (param.dtype() == DType::f32) {
