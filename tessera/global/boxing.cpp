@@ -45,43 +45,6 @@ Tensor combine(const Tensor& a, const Tensor& b, const Sbp& kind) {
   }
 }
 
-// The box at `start` of size `size` (in the tensor's own coordinates), copied.
-Tensor read_region(const Tensor& local, const std::vector<int64_t>& start, const Shape& size) {
-  Tensor view = local;
-  for (size_t d = 0; d < size.size(); ++d) {
-    if (size[d] != view.shape()[d]) view = view.narrow(static_cast<int64_t>(d), start[d], size[d]);
-  }
-  return view.clone();
-}
-
-// Copies contiguous `piece` into contiguous `dst` at `start` (its own coordinates).
-void write_region(const Tensor& dst, const std::vector<int64_t>& start, const Tensor& piece) {
-  if (piece.numel() == 0) return;
-  const Shape& shape = dst.shape();
-  const Shape& size = piece.shape();
-  const size_t ndim = shape.size();
-  const size_t elem = dtype_size(dst.dtype());
-  auto* out = static_cast<char*>(dst.raw_data());
-  const auto* in = static_cast<const char*>(piece.raw_data());
-  if (ndim == 0) {
-    std::memcpy(out, in, elem);
-    return;
-  }
-  Strides strides = contiguous_strides(shape);
-  const size_t row = static_cast<size_t>(size[ndim - 1]) * elem;
-  const int64_t rows = piece.numel() / size[ndim - 1];
-  std::vector<int64_t> index(ndim, 0);  // over the outer dims of piece
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t offset = start[ndim - 1];
-    for (size_t d = 0; d + 1 < ndim; ++d) offset += (start[d] + index[d]) * strides[d];
-    std::memcpy(out + offset * static_cast<int64_t>(elem), in + static_cast<size_t>(r) * row, row);
-    for (size_t d = ndim - 1; d-- > 0;) {
-      if (++index[d] < size[d]) break;
-      index[d] = 0;
-    }
-  }
-}
-
 // Moves dim `d` to the front (and back).
 std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
   std::vector<int64_t> perm{d};

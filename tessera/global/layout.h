@@ -11,6 +11,7 @@
 
 #include "tessera/core/placement.h"
 #include "tessera/core/shape.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::global {
 
@@ -42,6 +43,12 @@ Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& s
 // a dim of `shape`.
 void check_layout(const Shape& shape, const Placement& placement, const NdSbp& sbp,
                   const std::string& op);
+
+// The box at `start` of size `size` of `local` (in its own coordinates), as
+// a new contiguous tensor.
+Tensor read_region(const Tensor& local, const std::vector<int64_t>& start, const Shape& size);
+// Copies `piece` into the contiguous tensor `dst` at `start`.
+void write_region(const Tensor& dst, const std::vector<int64_t>& start, const Tensor& piece);
 
 // NdSbp with axis `axis` replaced by `sbp`.
 NdSbp with_axis(const NdSbp& nd, int axis, const Sbp& sbp);

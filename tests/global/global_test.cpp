@@ -115,6 +115,26 @@ TEST_P(GlobalJobTest, MisuseGivesClearErrors) {
   EXPECT_EQ(job.status, 0) << job.output;
 }
 
+TEST(GlobalCheckpointTest, SavedOnFourTensorParallelLoadsOnTwoDataParallelAndOne) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tessera_sharded_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Job saved = run_workers(4, "ckpt_save " + dir.string());
+  ASSERT_EQ(saved.status, 0) << saved.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "index.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "shard-3.safetensors"));
+  for (int ranks : {2, 1}) {
+    Job loaded = run_workers(ranks, "ckpt_load " + dir.string());
+    EXPECT_EQ(loaded.status, 0) << ranks << " ranks: " << loaded.output;
+  }
+  // A corrupt index is an error, not a crash.
+  { std::ofstream(dir / "index.json") << "{ not json"; }
+  Job corrupt = run_workers(1, "ckpt_load " + dir.string());
+  EXPECT_NE(corrupt.status, 0);
+  EXPECT_HAS(corrupt.output, "not valid JSON");
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GlobalJobTest, ::testing::Values(2, 3, 4));
 #endif
 
