@@ -18,9 +18,11 @@ namespace tessera::examples {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string label, int64_t total_steps)
+  // `visible` false keeps it silent (every rank but the first of a job).
+  ProgressBar(std::string label, int64_t total_steps, bool visible = true)
       : label_(std::move(label)),
         total_(total_steps),
+        visible_(visible),
         interactive_(isatty(fileno(stdout)) != 0),
         start_(std::chrono::steady_clock::now()) {}
 
@@ -30,6 +32,7 @@ class ProgressBar {
     samples_ += samples;
     loss_ = step_ == 1 ? loss : 0.9 * loss_ + 0.1 * loss;  // smoothed for display
     const bool last = step_ == total_;
+    if (!visible_) return;
     const bool milestone = total_ >= 10 ? step_ % (total_ / 10) == 0 : true;
     if (!last && !interactive_ && !milestone) return;
     auto now = std::chrono::steady_clock::now();
@@ -64,6 +67,7 @@ class ProgressBar {
 
   std::string label_;
   int64_t total_;
+  bool visible_;
   bool interactive_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_{};

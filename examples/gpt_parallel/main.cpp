@@ -1,0 +1,153 @@
+// Trains the character GPT of examples/char_gpt on several processes, with
+// data parallelism, tensor parallelism or both, chosen only by layouts: the
+// model code is the one-process model. Start it with the launcher:
+//
+//   ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2
+//       [--steps 200] [--batch-size 16] [--context 64] [--d-model 128] [--heads 4]
+//       [--layers 2] [--lr 0.001] [--save DIR] [--seed 0]   (--help lists all)
+//
+// --dp x --tp must equal the number of processes. The mesh is [dp, tp]: the
+// batch is split along dim 0 on the dp axis; on the tp axis the attention
+// output projection stays whole while the feed-forward pair, the token
+// embedding and the head are split Megatron-style. Rank 0 prints the layout
+// of every parameter, then the loss as it trains.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "examples/common/flags.h"
+#include "examples/common/progress.h"
+#include "examples/models/gpt.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+namespace {
+
+struct Options {
+  int64_t dp = 0;  // 0: all processes
+  int64_t tp = 1;
+  int64_t steps = 200;
+  int64_t batch_size = 16;
+  int64_t context = 64;
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  double lr = 1e-3;
+  std::string save;
+  uint64_t seed = 0;
+};
+
+Options parse(int argc, char** argv) {
+  Options options;
+  examples::Flags flags(
+      "Trains a small GPT on the fortunes over several processes (start with tessera-run).");
+  flags.add("--dp", options.dp, "data-parallel degree (default: processes / tp)");
+  flags.add("--tp", options.tp, "tensor-parallel degree");
+  flags.add("--steps", options.steps, "training steps");
+  flags.add("--batch-size", options.batch_size, "windows per step, over all data-parallel ranks");
+  flags.add("--context", options.context, "bytes per window");
+  flags.add("--d-model", options.d_model, "model width");
+  flags.add("--heads", options.heads, "attention heads");
+  flags.add("--layers", options.layers, "transformer blocks");
+  flags.add("--lr", options.lr, "peak AdamW learning rate");
+  flags.add("--save", options.save, "save a sharded checkpoint into this folder at the end");
+  flags.add("--seed", options.seed, "seed for initialisation and shuffling");
+  flags.parse(argc, argv);
+  if (options.steps < 1 || options.batch_size < 1 || options.context < 2 || options.tp < 1 ||
+      options.dp < 0)
+    flags.fail("--steps, --batch-size and --tp must be at least 1, --context 2");
+  return options;
+}
+
+// Megatron-style splits for models::GPT on the tensor-parallel mesh axis.
+std::map<std::string, global::TpStyle> tensor_parallel_plan(int64_t layers) {
+  std::map<std::string, global::TpStyle> plan{{"token", global::TpStyle::vocab},
+                                              {"head", global::TpStyle::column}};
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string block = "blocks." + std::to_string(i) + ".";
+    plan[block + "linear1"] = global::TpStyle::column;
+    plan[block + "linear2"] = global::TpStyle::row;
+  }
+  return plan;
+}
+
+int train(const Options& options) {
+  auto world = distributed::init_process_group();
+  const int64_t processes = world->size();
+  const int64_t dp = options.dp == 0 ? processes / options.tp : options.dp;
+  TESSERA_CHECK(dp * options.tp == processes, "[gpt_parallel] --dp ", dp, " x --tp ", options.tp,
+                " must equal the ", processes, " processes (start with tessera-run -n N)");
+  const bool leader = world->rank() == 0;
+  manual_seed(options.seed);
+
+  auto dataset = std::make_shared<data::CharDataset>(
+      data::CharDataset::from_fortunes(options.context));
+  // Every rank reads the same batches; the layout then keeps its part.
+  data::DataLoader loader(dataset, {.batch_size = options.batch_size,
+                                    .shuffle = true,
+                                    .drop_last = true,
+                                    .seed = options.seed});
+  models::GPTConfig config{.vocab_size = 256,
+                           .context = options.context,
+                           .d_model = options.d_model,
+                           .heads = options.heads,
+                           .layers = options.layers};
+  auto model = std::make_shared<models::GPT>(config);
+  const Placement mesh = Placement::cpu_mesh({dp, options.tp});
+  global::parallelize(*model, mesh,
+                      options.tp > 1 ? tensor_parallel_plan(options.layers)
+                                     : std::map<std::string, global::TpStyle>{},
+                      /*tp_axis=*/1);
+  const NdSbp batch_layout = global::batch_sbp(2, /*dp_axis=*/0);
+  if (leader) {
+    std::printf("mesh [dp=%lld, tp=%lld] over %lld processes; batch %s\n",
+                static_cast<long long>(dp), static_cast<long long>(options.tp),
+                static_cast<long long>(processes), nd_sbp_str(batch_layout).c_str());
+    std::printf("%s", global::describe_layout(*model).c_str());
+  }
+
+  optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 0.1});
+  optim::LinearWarmupCosine schedule(optimizer, std::min<int64_t>(100, options.steps / 10),
+                                     options.steps, options.lr / 10);
+  nn::CrossEntropyLoss loss_fn;
+  const NdSbp broadcast = NdSbp::broadcast(2);
+  examples::ProgressBar progress("training", options.steps, leader);
+  int64_t step = 0;
+  float last = 0;
+  for (int64_t epoch = 0; step < options.steps; ++epoch) {
+    loader.set_epoch(epoch);
+    for (const data::Example& batch : loader) {
+      Tensor inputs = batch.data.to_global(mesh, broadcast).to_global(mesh, batch_layout);
+      Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, batch_layout);
+      optimizer.zero_grad();
+      Tensor logits = model->forward(inputs);
+      Tensor loss = loss_fn(logits.flatten(0, 1), targets.flatten());
+      loss.backward();
+      optim::clip_grad_norm_(model->parameters(), 1.0);
+      optimizer.step();
+      schedule.step();
+      last = loss.item<float>();  // gathers the global loss on every rank
+      progress.update(batch.data.size(0), last);
+      if (++step == options.steps) break;
+    }
+  }
+  if (leader) std::printf("\nfinal loss %.4f\n", static_cast<double>(last));
+  if (!options.save.empty()) {
+    global::save_sharded(options.save, model->state_dict());
+    if (leader) std::printf("saved a sharded checkpoint in %s\n", options.save.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    return train(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "gpt_parallel: %s\n", error.what());
+    return 1;
+  }
+}
