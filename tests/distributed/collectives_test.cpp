@@ -161,6 +161,23 @@ TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
   EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 0);
 }
 
+TEST(CollectivesFailureTest, CachedLayoutMeetingANewOneFailsNamingBoth) {
+  // Rank 0 has checked f32 [3] before and skips the wait; rank 1's f32 [4]
+  // is new to it, so it waits for the layouts and raises at once. Rank 0's
+  // transfer cannot match (its slot carries its layout); it fails when rank
+  // 1 leaves, well before the 20 s timeout, and names both shapes too.
+  JobResult job = run_job(2, "mismatch_cached", 20, 60s);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& text = job.ranks[rank].stderr_text;
+    EXPECT_EQ(job.ranks[rank].exit_code, 1) << text;
+    EXPECT_NE(text.find("[all_reduce] rank " + std::to_string(rank) + " of 2"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("f32 [3]"), std::string::npos) << text;
+    EXPECT_NE(text.find("f32 [4]"), std::string::npos) << text;
+  }
+  EXPECT_LT(job.elapsed, 15s);
+}
+
 TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   Environment env;  // rank 0 of 1, no TESSERA_RDZV
   env.timeout = 5s;
