@@ -81,6 +81,12 @@ void check_all_gather(Group& group) {
     expect_values<T>(
         all[k], [&](int64_t i) { return k * 7 + i; }, "all_gather");
   }
+  // A 0-d tensor gathers into 0-d pieces.
+  std::vector<Tensor> scalars = group.all_gather(full({}, r + 0.5, DType::f64));
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(scalars[k].dim() == 0 && scalars[k].item<double>() == k + 0.5,
+                  shape_str(scalars[k].shape()));
+  }
 }
 
 void check_uneven(Group& group) {

@@ -312,17 +312,26 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
     check.tag = next_tag();
     check.verified = true;
   }
+  // Gathered straight into one tensor; the pieces are views of it, so no copy follows.
   std::vector<size_t> bytes(size_);
   size_t total = 0;
+  int64_t total_rows = 0;
   for (int peer = 0; peer < size_; ++peer) {
     bytes[peer] = static_cast<size_t>(rows[peer] * mine.row_bytes);
     total += bytes[peer];
+    total_rows += rows[peer];
   }
-  std::vector<uint8_t> buffer(total);
+  Shape shape = tensor.shape();
+  if (shape.empty()) {
+    shape = {size_};
+  } else {
+    shape[0] = total_rows;
+  }
+  Tensor gathered = Tensor::empty(shape, tensor.dtype());
   if (total > 0) {
     gloo::AllgathervOptions options(context_);
     options.setInput(static_cast<uint8_t*>(tensor.raw_data()), bytes[rank_]);
-    options.setOutput(buffer.data(), bytes);
+    options.setOutput(static_cast<uint8_t*>(gathered.raw_data()), bytes);
     options.setTag(check.tag);
     options.setTimeout(timeout_);
     run_checked(check, [&] { gloo::allgatherv(options); });
@@ -330,14 +339,11 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
     verify(check);
   }
   std::vector<Tensor> out;
-  size_t offset = 0;
+  int64_t row = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    Shape shape = tensor.shape();
-    if (!shape.empty()) shape[0] = rows[peer];
-    Tensor piece = Tensor::empty(shape, tensor.dtype());
-    if (bytes[peer] > 0) std::memcpy(piece.raw_data(), buffer.data() + offset, bytes[peer]);
-    offset += bytes[peer];
-    out.push_back(piece);
+    out.push_back(tensor.dim() == 0 ? gathered.select(0, peer)
+                                    : gathered.narrow(0, row, rows[peer]));
+    row += rows[peer];
   }
   return out;
 }
