@@ -20,6 +20,7 @@
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/distributed/group.h"
+#include "tessera/distributed/redis_store.h"
 #include "tessera/distributed/store.h"
 #include "tessera/io/atomic_file_writer.h"
 #include "tessera/io/checkpoint.h"

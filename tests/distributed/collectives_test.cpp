@@ -190,9 +190,22 @@ TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   EXPECT_EQ(group->split({0})->size(), 1);
   EXPECT_NE(tessera::testing::error_of([&] { group->split({1}); }).find("[split] rank 0 of 1"),
             std::string::npos);
-  env.rendezvous = "redis://localhost:6379";
-  EXPECT_NE(tessera::testing::error_of([&] { init_process_group(env); }).find("not supported yet"),
-            std::string::npos);
+}
+
+TEST(CollectivesFailureTest, ReusedRendezvousFolderIsRefusedNamingIt) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tessera-reused-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  Environment env;
+  env.timeout = 5s;
+  env.rendezvous = "file://" + pattern;
+  EXPECT_EQ(init_process_group(env)->size(), 1);  // leaves world/0 behind, as a job does
+  const std::string message = tessera::testing::error_of([&] { init_process_group(env); });
+  EXPECT_NE(message.find("[init_process_group] rank 0: key 'world/0' already exists"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(pattern), std::string::npos) << message;
+  std::filesystem::remove_all(pattern);
 }
 
 #ifdef TESSERA_RUN_PATH
