@@ -121,7 +121,7 @@ void check_compatible(const char* op, const Layout& mine, int rank, const Layout
   for (size_t d = equal_shapes ? 0 : 1; match && d < Layout::kMaxDims; ++d) {
     match = mine.dims[d] == theirs.dims[d];
   }
-  const std::string rule = !hint.empty()   ? hint
+  const std::string rule = !hint.empty()  ? hint
                            : equal_shapes ? "every rank needs the same dtype and shape"
                                           : "ranks may differ only in dim 0";
   TESSERA_CHECK(match, "[", op, "] ", where, ": rank ", rank, " has ", mine.str(), " but rank ",
@@ -131,8 +131,8 @@ void check_compatible(const char* op, const Layout& mine, int rank, const Layout
 void check_same_size(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
                      const std::string& where) {
   TESSERA_CHECK(mine.dtype == theirs.dtype && mine.numel == theirs.numel, "[", op, "] ", where,
-                ": rank ", rank, " has ", mine.str(), " (", mine.numel, " elements) but rank ", peer,
-                " has ", theirs.str(), " (", theirs.numel,
+                ": rank ", rank, " has ", mine.str(), " (", mine.numel, " elements) but rank ",
+                peer, " has ", theirs.str(), " (", theirs.numel,
                 " elements); send and recv need the same dtype and element count");
 }
 

@@ -35,7 +35,7 @@ struct Layout {
   int64_t dtype = 0;
   int64_t ndim = 0;
   int64_t numel = 0;
-  int64_t row_bytes = 0;  // bytes per dim-0 slice (all bytes for a 0-d tensor)
+  int64_t row_bytes = 0;   // bytes per dim-0 slice (all bytes for a 0-d tensor)
   int64_t extra_hash = 0;  // hash of dims past kMaxDims (0 when there are none)
   std::array<int64_t, kMaxDims> dims{};
 

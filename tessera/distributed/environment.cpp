@@ -121,8 +121,9 @@ void read_slurm_nodes(Environment& env) {
   }
   env.local_world_size = std::min(local_world, env.world_size);
   if (!get_var("SLURM_LOCALID")) env.local_rank = env.rank % env.local_world_size;
-  TESSERA_CHECK(env.local_rank < env.local_world_size, "[Environment] SLURM_LOCALID=",
-                env.local_rank, " is outside [0, ", env.local_world_size,
+  TESSERA_CHECK(env.local_rank < env.local_world_size,
+                "[Environment] SLURM_LOCALID=", env.local_rank, " is outside [0, ",
+                env.local_world_size,
                 ") (ranks on this node, from SLURM_TASKS_PER_NODE or SLURM_NNODES)");
 }
 

@@ -41,7 +41,8 @@ RedisUrl RedisUrl::parse(const std::string& url) {
                   form);
     for (unsigned char c : parsed.job) {
       TESSERA_CHECK(std::isalnum(c) || c == '_' || c == '-' || c == '.', "[RedisUrl] '", url,
-                    "': the job name '", parsed.job, "' may hold only letters, digits, '_', '-' "
+                    "': the job name '", parsed.job,
+                    "' may hold only letters, digits, '_', '-' "
                     "and '.'");
     }
   }
@@ -68,8 +69,7 @@ RedisStore::RedisStore(std::string host, int port, std::string prefix,
                        std::chrono::milliseconds timeout)
     : host_(std::move(host)), port_(port), prefix_(std::move(prefix)), timeout_(timeout) {
   TESSERA_CHECK(!host_.empty(), "[RedisStore] the host is empty; use redis://host:port");
-  TESSERA_CHECK(port_ > 0 && port_ < 65536, "[RedisStore] port ", port_,
-                " is outside [1, 65535]");
+  TESSERA_CHECK(port_ > 0 && port_ < 65536, "[RedisStore] port ", port_, " is outside [1, 65535]");
   TESSERA_CHECK(timeout_.count() > 0, "[RedisStore] timeout must be positive, got ",
                 timeout_.count(), " ms");
   std::lock_guard<std::mutex> lock(mutex_);
@@ -120,8 +120,7 @@ RedisStore::Reply RedisStore::command(const std::vector<std::string>& argv) {
       return reply;
     }
     if (attempt == 1) {
-      TESSERA_FAIL("[RedisStore] ", argv[0], " on ", description(), " failed: ",
-                   context_->errstr);
+      TESSERA_FAIL("[RedisStore] ", argv[0], " on ", description(), " failed: ", context_->errstr);
     }
   }
 }

@@ -193,8 +193,7 @@ TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
 }
 
 TEST(CollectivesFailureTest, ReusedRendezvousFolderIsRefusedNamingIt) {
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "tessera-reused-XXXXXX").string();
+  std::string pattern = (std::filesystem::temp_directory_path() / "tessera-reused-XXXXXX").string();
   ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
   Environment env;
   env.timeout = 5s;
@@ -219,8 +218,8 @@ struct LaunchResult {
 LaunchResult launch(const std::string& options, const std::string& mode) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_launch_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(TESSERA_RUN_PATH) + " " + options + " " +
-                              TESSERA_COLLECTIVES_WORKER + " " + mode;
+  const std::string command =
+      std::string(TESSERA_RUN_PATH) + " " + options + " " + TESSERA_COLLECTIVES_WORKER + " " + mode;
   const auto start = std::chrono::steady_clock::now();
   const int raw = std::system((command + " > " + log.string() + " 2>&1").c_str());
   const auto elapsed = std::chrono::steady_clock::now() - start;

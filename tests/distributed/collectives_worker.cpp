@@ -236,12 +236,12 @@ void check_errors(Group& group) {
     // Every rank names its own shape and a peer's, real dims included.
     Tensor trailing = Tensor::empty({2, 3 + r % 2, 4}, DType::f32);
     message = message_of([&] { group.all_gather(trailing); });
-    EXPECT_WORKER(message.find("f32 [2, " + std::to_string(3 + r % 2) + ", 4]") !=
-                      std::string::npos,
-                  message);
-    EXPECT_WORKER(message.find("f32 [2, " + std::to_string(3 + (r + 1) % 2) + ", 4]") !=
-                      std::string::npos,
-                  message);
+    EXPECT_WORKER(
+        message.find("f32 [2, " + std::to_string(3 + r % 2) + ", 4]") != std::string::npos,
+        message);
+    EXPECT_WORKER(
+        message.find("f32 [2, " + std::to_string(3 + (r + 1) % 2) + ", 4]") != std::string::npos,
+        message);
     // Peers' dtype and shape are checked before data moves, even for all_reduce and broadcast.
     Tensor sized = zeros({r == 0 ? 4 : 5}, DType::f32);
     message = message_of([&] { group.all_reduce(sized); });

@@ -72,8 +72,8 @@ class RedisStoreTest : public ::testing::Test {
     if (!in_path("redis-server")) return;
     port_ = free_port();
     const std::string port = std::to_string(port_);
-    std::vector<std::string> args = {"redis-server", "--port",       port,  "--bind", "127.0.0.1",
-                                     "--save",       "",             "--appendonly", "no"};
+    std::vector<std::string> args = {
+        "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -114,8 +114,8 @@ class RedisStoreTest : public ::testing::Test {
   static std::string url() { return "redis://" + host() + ":" + std::to_string(port_); }
   // A key space of its own for each test.
   static std::string prefix() {
-    return std::string("tessera/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-           "/";
+    return std::string("tessera/") +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
   }
 
   static inline pid_t pid_ = -1;
@@ -204,11 +204,10 @@ TEST_F(RedisStoreTest, OneProcessGroupRendezvousesAndRefusesAReusedJob) {
 
 TEST(RedisStoreErrorsTest, UnreachableServerIsNamed) {
   const int port = free_port();
-  const std::string message =
-      error_of([&] { RedisStore("127.0.0.1", port, "tessera/", 1s); });
-  EXPECT_NE(message.find("[RedisStore] cannot connect to redis://127.0.0.1:" +
-                         std::to_string(port)),
-            std::string::npos)
+  const std::string message = error_of([&] { RedisStore("127.0.0.1", port, "tessera/", 1s); });
+  EXPECT_NE(
+      message.find("[RedisStore] cannot connect to redis://127.0.0.1:" + std::to_string(port)),
+      std::string::npos)
       << message;
 }
 
@@ -239,8 +238,8 @@ struct LaunchResult {
 LaunchResult launch(const std::string& options, const std::string& mode) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_redis_launch_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(TESSERA_RUN_PATH) + " " + options + " " +
-                              TESSERA_COLLECTIVES_WORKER + " " + mode;
+  const std::string command =
+      std::string(TESSERA_RUN_PATH) + " " + options + " " + TESSERA_COLLECTIVES_WORKER + " " + mode;
   const int raw = std::system((command + " > " + log.string() + " 2>&1").c_str());
   std::ifstream file(log);
   std::stringstream text;

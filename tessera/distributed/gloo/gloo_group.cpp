@@ -238,7 +238,8 @@ void GlooGroup::run_checked(Check& check, Fn&& fn) {
     } catch (const std::exception&) {
       // The layouts did not arrive either; the failure speaks for itself.
     }
-    if (!mismatch.empty()) TESSERA_FAIL(mismatch, " (the transfer then failed: ", failure.what(), ")");
+    if (!mismatch.empty())
+      TESSERA_FAIL(mismatch, " (the transfer then failed: ", failure.what(), ")");
     throw;
   }
   verify(check);
@@ -297,8 +298,9 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
   std::vector<int64_t> rows(size_, mine.rows());
-  Check check{op, mine,
-              "every rank needs the same dtype and shape (all_gather_uneven allows dim 0 to differ)"};
+  Check check{
+      op, mine,
+      "every rank needs the same dtype and shape (all_gather_uneven allows dim 0 to differ)"};
   if (equal_shapes) {
     begin_check(check);  // cached: no round trip once this layout has been checked
   } else {

@@ -26,8 +26,8 @@ LayoutExchange::~LayoutExchange() = default;
 void LayoutExchange::wait(std::chrono::milliseconds timeout) {
   if (done_) return;
   for (size_t i = 0; i < peers_.size(); ++i) {
-    TESSERA_CHECK(receives_[i]->waitRecv(timeout), "timed out waiting for the tensor layout of rank ",
-                  peers_[i]);
+    TESSERA_CHECK(receives_[i]->waitRecv(timeout),
+                  "timed out waiting for the tensor layout of rank ", peers_[i]);
   }
   for (size_t i = 0; i < peers_.size(); ++i) {
     TESSERA_CHECK(send_->waitSend(timeout), "timed out sending the tensor layout");

@@ -46,15 +46,15 @@ void ring(gloo::Context& context, const std::vector<const void*>& inputs, T* out
   std::vector<std::vector<bool>> send_waited(steps, std::vector<bool>(segments, false));
   auto post_receives = [&](int s) {
     for (size_t k = 0; k < segments; ++k) {
-      receives[s].push_back(context.createUnboundBuffer(received[s % 2] + k * segment,
-                                                        length(k) * sizeof(T)));
+      receives[s].push_back(
+          context.createUnboundBuffer(received[s % 2] + k * segment, length(k) * sizeof(T)));
       receives[s].back()->recv(prev, slot(s, k));
     }
   };
   auto post_send = [&](int s, const T* source, size_t k) {
     // Gloo only reads a buffer it sends.
-    sends[s].push_back(context.createUnboundBuffer(const_cast<T*>(source) + k * segment,
-                                                   length(k) * sizeof(T)));
+    sends[s].push_back(
+        context.createUnboundBuffer(const_cast<T*>(source) + k * segment, length(k) * sizeof(T)));
     sends[s].back()->send(next, slot(s, k));
   };
   auto wait_send = [&](int s, size_t k) {
