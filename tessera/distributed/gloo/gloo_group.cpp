@@ -57,6 +57,8 @@ constexpr uint64_t kRingPrefix = 0x51;
 constexpr uint64_t kToReceiverPrefix = 0x52;
 constexpr uint64_t kToSenderPrefix = 0x53;
 constexpr uint64_t kPointDataPrefix = 0x54;
+// Layouts each group remembers as checked before it starts over.
+constexpr size_t kMaxCheckedLayouts = 4096;
 
 // prefix (8 bits) | tag (32 bits) | low (24 bits).
 uint64_t make_slot(uint64_t prefix, uint64_t tag, uint64_t low) {
@@ -206,6 +208,9 @@ void GlooGroup::begin_check(Check& check) {
   auto key = std::make_pair(std::string(check.op), check.mine.encode());
   if (checked_layouts_.count(key) != 0) return;
   verify(check);
+  // Bounds the memory of programs whose shapes keep changing. Forgetting is
+  // safe: a rank that waits while its peers do not still matches them.
+  if (checked_layouts_.size() >= kMaxCheckedLayouts) checked_layouts_.clear();
   checked_layouts_.insert(std::move(key));
 }
 

@@ -31,11 +31,15 @@ void ring(gloo::Context& context, const std::vector<const void*>& inputs, T* out
   const size_t segments = (count + segment - 1) / segment;
   TESSERA_CHECK(static_cast<uint64_t>(steps) * segments < (uint64_t{1} << 24),
                 "reduce_scatter: ", segments, " segments over ", steps, " steps exceed the slots");
-  // Two receive areas and two accumulators, alternating by step.
-  scratch.resize(4 * count * sizeof(T));
-  T* received[2] = {reinterpret_cast<T*>(scratch.data()),
-                    reinterpret_cast<T*>(scratch.data()) + count};
-  T* reduced[2] = {received[1] + count, received[1] + 2 * count};
+  // Up to two receive areas and two accumulators, alternating by step: with
+  // 2 ranks only one receive area, with 3 one accumulator.
+  const size_t receive_areas = std::min(steps, 2);
+  const size_t reduce_areas = std::min(steps - 1, 2);
+  scratch.resize((receive_areas + reduce_areas) * count * sizeof(T));
+  T* base = reinterpret_cast<T*>(scratch.data());
+  T* received[2] = {base, base + (receive_areas - 1) * count};
+  T* reduced[2] = {base + receive_areas * count,
+                   base + (receive_areas + std::max<size_t>(reduce_areas, 1) - 1) * count};
   // At step s this rank sends chunk (rank - s - 1) and receives chunk (rank - s - 2).
   auto chunk_sent = [&](int s) { return (rank - s - 1 + 2 * n) % n; };
   auto chunk_received = [&](int s) { return (rank - s - 2 + 2 * n) % n; };
