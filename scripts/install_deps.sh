@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tessera needs. Idempotent; run as root (or
-# with sudo available). PyTorch and numpy are there for the parity tests;
+# with sudo available). redis-server runs the Redis rendezvous tests (they
+# skip without it). PyTorch and numpy are there for the parity tests;
 # `--bench` adds jemalloc for the tuned PyTorch benchmark setting.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev nlohmann-json3-dev clang libclang-rt-dev libgloo-dev
+  libhiredis-dev redis-server
   python3 python3-torch python3-numpy
   dataset-fashion-mnist fortunes
 )

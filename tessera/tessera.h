@@ -21,6 +21,7 @@
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/distributed/group.h"
+#include "tessera/distributed/redis_store.h"
 #include "tessera/distributed/solo_group.h"
 #include "tessera/distributed/store.h"
 #include "tessera/global/boxing.h"

@@ -19,10 +19,12 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,8 +52,9 @@ constexpr const char* kUsage =
     "  -n N           ranks to start on this node (1..1024)\n"
     "  --nnodes K     nodes taking part (default 1); K > 1 needs --rdzv\n"
     "  --node-rank I  this node's index in [0, K) (default 0)\n"
-    "  --rdzv URL     rendezvous, e.g. file:///shared/dir (default: a fresh temporary\n"
-    "                 directory, removed at the end)\n"
+    "  --rdzv URL     rendezvous: file:///shared/dir or redis://host:port[/job]\n"
+    "                 (default: a fresh temporary directory, removed at the end; a\n"
+    "                 redis URL without /job gets a fresh job name)\n"
     "  --timeout S    collective timeout in seconds (sets TESSERA_TIMEOUT_S)\n";
 
 class UsageError : public std::runtime_error {
@@ -240,6 +243,13 @@ Options parse_options(int argc, char** argv) {
     if (options.rendezvous.starts_with("file://") && !options.rendezvous.starts_with("file:///"))
       throw UsageError("--rdzv file:// needs an absolute directory (file:///abs/dir), got '" +
                        options.rendezvous + "'");
+    // Every node must use the same key space on a shared server, so a job
+    // name the launchers cannot agree on by themselves has to be given.
+    if (options.rendezvous.starts_with("redis://") && options.nodes > 1 &&
+        options.rendezvous.find('/', std::string_view("redis://").size()) == std::string::npos)
+      throw UsageError("--nnodes " + std::to_string(options.nodes) + " with --rdzv " +
+                       options.rendezvous +
+                       " needs a job name every node shares: redis://host:port/NAME");
   }
   return options;
 }
@@ -427,6 +437,11 @@ class Launcher {
     raise_file_limit();
     std::string rendezvous = options_.rendezvous;
     if (rendezvous.empty()) rendezvous = "file://" + make_temporary_directory();
+    // A Redis server outlives jobs: a fresh job name keeps this job's keys
+    // apart from earlier ones (ranks store them under tessera/<job>/).
+    if (rendezvous.starts_with("redis://") &&
+        rendezvous.find('/', std::string_view("redis://").size()) == std::string::npos)
+      rendezvous += "/" + fresh_job_name();
     install_signal_handlers();
 
     ranks_.resize(static_cast<size_t>(options_.local_ranks));
@@ -468,6 +483,21 @@ class Launcher {
                                std::strerror(errno));
     temporary_directory_ = pattern;
     return pattern;
+  }
+
+  // "job-" and 16 hex digits from the clock, the pid and the random device.
+  static std::string fresh_job_name() {
+    uint64_t bits = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^
+                    (static_cast<uint64_t>(getpid()) << 40);
+    try {
+      std::random_device device;
+      bits ^= (static_cast<uint64_t>(device()) << 32) | device();
+    } catch (const std::exception&) {
+      // The clock and pid alone still differ between jobs.
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+    return std::string("job-") + text;
   }
 
   // Two pipes per rank can exceed the usual soft limit of 1024 open files;

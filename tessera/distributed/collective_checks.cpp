@@ -59,48 +59,81 @@ void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
 
 std::string Layout::str() const {
   std::string text = dtype_name(static_cast<DType>(dtype));
-  if (ndim == 0) return text + " []";
-  text += " [" + std::to_string(rows);
-  for (int64_t d = 1; d < ndim; ++d) text += ", ...";
-  return text + "] (" + std::to_string(row_bytes) + " bytes per row)";
+  text += " [";
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (d > 0) text += ", ";
+    text += d < static_cast<int64_t>(kMaxDims) ? std::to_string(dims[d]) : std::string("...");
+    if (d >= static_cast<int64_t>(kMaxDims)) break;
+  }
+  return text + "]";
 }
 
 std::vector<int64_t> Layout::encode() const {
-  return {dtype, ndim, rows, row_bytes, trailing_hash};
+  std::vector<int64_t> out = {dtype, ndim, numel, row_bytes, extra_hash};
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
 }
 
 Layout Layout::decode(const std::vector<int64_t>& all, int peer, size_t stride) {
-  const int64_t* p = all.data() + static_cast<size_t>(peer) * stride;
-  return Layout{p[0], p[1], p[2], p[3], p[4]};
+  return decode(all.data() + static_cast<size_t>(peer) * stride);
+}
+
+Layout Layout::decode(const int64_t* p) {
+  Layout layout{p[0], p[1], p[2], p[3], p[4], {}};
+  for (size_t d = 0; d < kMaxDims; ++d) layout.dims[d] = p[5 + d];
+  return layout;
+}
+
+uint64_t Layout::fingerprint() const {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the encoded fields
+  for (int64_t field : encode()) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash = (hash ^ ((static_cast<uint64_t>(field) >> (8 * byte)) & 0xff)) * 1099511628211ull;
+    }
+  }
+  return hash;
 }
 
 Layout layout_of(const Tensor& tensor) {
   Layout layout;
   layout.dtype = static_cast<int64_t>(tensor.dtype());
   layout.ndim = tensor.dim();
-  layout.rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  layout.numel = tensor.numel();
   int64_t row = 1;
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the trailing dims
-  for (int64_t d = 1; d < tensor.dim(); ++d) {
-    row *= tensor.size(d);
-    hash = (hash ^ static_cast<uint64_t>(tensor.size(d))) * 1099511628211ull;
+  uint64_t hash = 0;
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    if (d > 0) row *= tensor.size(d);
+    if (d < static_cast<int64_t>(Layout::kMaxDims)) {
+      layout.dims[static_cast<size_t>(d)] = tensor.size(d);
+    } else {
+      hash = (hash ^ static_cast<uint64_t>(tensor.size(d))) * 1099511628211ull + 1;
+    }
   }
   layout.row_bytes = row * static_cast<int64_t>(dtype_size(tensor.dtype()));
-  layout.trailing_hash = static_cast<int64_t>(hash);
+  layout.extra_hash = static_cast<int64_t>(hash);
   return layout;
 }
 
 void check_compatible(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
-                      bool equal_shapes, const std::string& where) {
-  const bool match = mine.dtype == theirs.dtype && mine.ndim == theirs.ndim &&
-                     mine.row_bytes == theirs.row_bytes &&
-                     mine.trailing_hash == theirs.trailing_hash &&
-                     (!equal_shapes || mine.rows == theirs.rows);
+                      const bool equal_shapes, const std::string& where, const std::string& hint) {
+  bool match = mine.dtype == theirs.dtype && mine.ndim == theirs.ndim &&
+               mine.row_bytes == theirs.row_bytes && mine.extra_hash == theirs.extra_hash;
+  for (size_t d = equal_shapes ? 0 : 1; match && d < Layout::kMaxDims; ++d) {
+    match = mine.dims[d] == theirs.dims[d];
+  }
+  const std::string rule = !hint.empty()  ? hint
+                           : equal_shapes ? "every rank needs the same dtype and shape"
+                                          : "ranks may differ only in dim 0";
   TESSERA_CHECK(match, "[", op, "] ", where, ": rank ", rank, " has ", mine.str(), " but rank ",
-                peer, " has ", theirs.str(),
-                equal_shapes ? "; all ranks need one shape and dtype (all_gather_uneven allows "
-                               "dim 0 to differ)"
-                             : "; ranks may differ only in dim 0");
+                peer, " has ", theirs.str(), "; ", rule);
+}
+
+void check_same_size(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
+                     const std::string& where) {
+  TESSERA_CHECK(mine.dtype == theirs.dtype && mine.numel == theirs.numel, "[", op, "] ", where,
+                ": rank ", rank, " has ", mine.str(), " (", mine.numel, " elements) but rank ",
+                peer, " has ", theirs.str(), " (", theirs.numel,
+                " elements); send and recv need the same dtype and element count");
 }
 
 }  // namespace tessera::distributed

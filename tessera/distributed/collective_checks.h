@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,27 +26,44 @@ void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
 void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
                     const std::vector<DType>& allowed, bool same_shape, const std::string& where);
 
-// What ranks exchange before moving bytes, so mismatches raise instead of corrupting.
+// What ranks exchange before moving bytes, so mismatches raise instead of
+// corrupting. Real dims travel (up to kMaxDims; any beyond fold into a hash),
+// so messages show each rank's actual shape.
 struct Layout {
-  static constexpr size_t kFields = 5;
+  static constexpr size_t kMaxDims = 8;
+  static constexpr size_t kFields = 5 + kMaxDims;
   int64_t dtype = 0;
   int64_t ndim = 0;
-  int64_t rows = 0;           // dim 0 (1 for a 0-d tensor)
-  int64_t row_bytes = 0;      // bytes per dim-0 slice
-  int64_t trailing_hash = 0;  // hash of dims 1..n-1
-  // Shape text for messages: "[rows, ...]" with the trailing dims elided.
+  int64_t numel = 0;
+  int64_t row_bytes = 0;   // bytes per dim-0 slice (all bytes for a 0-d tensor)
+  int64_t extra_hash = 0;  // hash of dims past kMaxDims (0 when there are none)
+  std::array<int64_t, kMaxDims> dims{};
+
+  // Dim 0 (1 for a 0-d tensor).
+  int64_t rows() const { return ndim == 0 ? 1 : dims[0]; }
+  // "f32 [2, 3]" for messages.
   std::string str() const;
   // kFields integers.
   std::vector<int64_t> encode() const;
   // Reads rank `peer`'s layout from gathered records of `stride` integers.
   static Layout decode(const std::vector<int64_t>& all, int peer, size_t stride = kFields);
+  // Reads one record of kFields integers.
+  static Layout decode(const int64_t* record);
+  // A 64-bit hash of every field; equal layouts give equal fingerprints.
+  uint64_t fingerprint() const;
+  // Every field equal.
+  bool operator==(const Layout& other) const = default;
 };
 
 // The layout of a contiguous tensor.
 Layout layout_of(const Tensor& tensor);
 // Throws unless `theirs` (from rank `peer`) matches `mine` in dtype and
-// trailing shape, and in rows too when equal_shapes.
+// trailing shape, and in every dim when equal_shapes. `hint` ends the message
+// (what would be valid); empty gives the default for the rule.
 void check_compatible(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
-                      bool equal_shapes, const std::string& where);
+                      bool equal_shapes, const std::string& where, const std::string& hint = "");
+// Throws unless `theirs` has the dtype and element count of `mine` (send/recv).
+void check_same_size(const char* op, const Layout& mine, int rank, const Layout& theirs, int peer,
+                     const std::string& where);
 
 }  // namespace tessera::distributed

@@ -1,11 +1,14 @@
 #include "tessera/distributed/environment.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <vector>
 
 #include "tessera/core/error.h"
+#include "tessera/distributed/redis_store.h"
 
 namespace tessera::distributed {
 namespace {
@@ -65,6 +68,65 @@ void read_ranks(const Names& names, Environment& env) {
                 ")");
 }
 
+// Expands Slurm's compressed task counts, "2(x3),1" = {2, 2, 2, 1}.
+std::vector<int> parse_tasks_per_node(const std::string& text) {
+  std::vector<int> counts;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    const size_t open = item.find("(x");
+    int repeat = 1;
+    std::string count = item;
+    if (open != std::string::npos) {
+      TESSERA_CHECK(item.back() == ')', "[Environment] SLURM_TASKS_PER_NODE='", text,
+                    "' is not like 2(x3),1");
+      count = item.substr(0, open);
+      repeat = parse_int("SLURM_TASKS_PER_NODE", item.substr(open + 2, item.size() - open - 3));
+    }
+    const int value = parse_int("SLURM_TASKS_PER_NODE", count);
+    TESSERA_CHECK(value >= 1 && repeat >= 1 && counts.size() + repeat <= 1000000,
+                  "[Environment] SLURM_TASKS_PER_NODE='", text, "' has a count below 1");
+    counts.insert(counts.end(), static_cast<size_t>(repeat), value);
+    at = end + 1;
+  }
+  return counts;
+}
+
+// Slurm sets SLURM_NTASKS_PER_NODE only for --ntasks-per-node; otherwise
+// SLURM_TASKS_PER_NODE with SLURM_NODEID, or at least SLURM_NNODES, tell how
+// many ranks share this machine. Without them a multi-node job would be
+// taken for one machine and its ranks would listen on loopback.
+void read_slurm_nodes(Environment& env) {
+  if (get_var("SLURM_NTASKS_PER_NODE")) return;
+  int local_world = 0;
+  if (auto text = get_var("SLURM_TASKS_PER_NODE")) {
+    const std::vector<int> counts = parse_tasks_per_node(*text);
+    local_world = *std::max_element(counts.begin(), counts.end());
+    if (auto node = get_var("SLURM_NODEID")) {
+      const int index = parse_int("SLURM_NODEID", *node);
+      TESSERA_CHECK(index >= 0 && index < static_cast<int>(counts.size()), "[Environment] ",
+                    "SLURM_NODEID=", index, " is outside [0, ", counts.size(),
+                    ") (SLURM_TASKS_PER_NODE='", *text, "')");
+      local_world = counts[static_cast<size_t>(index)];
+    }
+  } else if (auto nodes = get_var("SLURM_NNODES")) {
+    const int count = parse_int("SLURM_NNODES", *nodes);
+    TESSERA_CHECK(count >= 1, "[Environment] SLURM_NNODES=", count, " must be at least 1");
+    if (count == 1) return;
+    local_world = (env.world_size + count - 1) / count;  // only "several machines" matters
+  } else {
+    return;
+  }
+  env.local_world_size = std::min(local_world, env.world_size);
+  if (!get_var("SLURM_LOCALID")) env.local_rank = env.rank % env.local_world_size;
+  TESSERA_CHECK(env.local_rank < env.local_world_size,
+                "[Environment] SLURM_LOCALID=", env.local_rank, " is outside [0, ",
+                env.local_world_size,
+                ") (ranks on this node, from SLURM_TASKS_PER_NODE or SLURM_NNODES)");
+}
+
 void read_rendezvous(Environment& env) {
   auto url = get_var("TESSERA_RDZV");
   if (!url) {
@@ -72,9 +134,10 @@ void read_rendezvous(Environment& env) {
     if (env.world_size == 1) return;
     TESSERA_CHECK(!get_var("MASTER_ADDR").has_value(),
                   "[Environment] MASTER_ADDR/MASTER_PORT (a TCP store) is not supported yet; set "
-                  "TESSERA_RDZV=file:///shared/dir");
+                  "TESSERA_RDZV=file:///shared/dir or redis://host:port/job");
     TESSERA_FAIL("[Environment] TESSERA_RDZV is not set (world size ", env.world_size,
-                 "); set it to file:///abs/dir, a folder every rank can see");
+                 "); set it to file:///abs/dir, a folder every rank can see, or "
+                 "redis://host:port/job");
   }
   const std::string file_prefix = "file://";
   const std::string redis_prefix = "redis://";
@@ -83,16 +146,14 @@ void read_rendezvous(Environment& env) {
                   "[Environment] TESSERA_RDZV='", *url,
                   "' needs an absolute path: file:///abs/dir");
   } else if (url->rfind(redis_prefix, 0) == 0) {
-    const std::string rest = url->substr(redis_prefix.size());
-    const size_t colon = rest.rfind(':');
-    TESSERA_CHECK(colon != std::string::npos && colon > 0, "[Environment] TESSERA_RDZV='", *url,
-                  "' must look like redis://host:port");
-    int port = parse_int("TESSERA_RDZV port", rest.substr(colon + 1));
-    TESSERA_CHECK(port > 0 && port < 65536, "[Environment] TESSERA_RDZV='", *url, "': port ", port,
-                  " is outside [1, 65535]");
+    try {
+      RedisUrl::parse(*url);
+    } catch (const Error& error) {
+      TESSERA_FAIL("[Environment] TESSERA_RDZV: ", error.what());
+    }
   } else {
     TESSERA_FAIL("[Environment] TESSERA_RDZV='", *url,
-                 "' has an unknown scheme; valid: file:///abs/dir, redis://host:port");
+                 "' has an unknown scheme; valid: file:///abs/dir, redis://host:port[/job]");
   }
   env.rendezvous = *url;
 }
@@ -107,6 +168,7 @@ Environment Environment::from_env() {
     read_ranks(kOpenMpi, env);
   } else if (get_var(kSlurm.rank)) {
     read_ranks(kSlurm, env);
+    read_slurm_nodes(env);
   } else {
     TESSERA_CHECK(!get_var(kTessera.world_size),
                   "[Environment] WORLD_SIZE is set but RANK is not; "

@@ -9,6 +9,7 @@
 #include "tessera/core/error.h"
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
+#include "tessera/distributed/redis_store.h"
 #include "tessera/distributed/solo_group.h"
 
 namespace tessera::distributed {
@@ -42,8 +43,12 @@ std::shared_ptr<Store> open_store(const Environment& env) {
   if (env.rendezvous.rfind(file_prefix, 0) == 0) {
     return std::make_shared<FileStore>(env.rendezvous.substr(file_prefix.size()), env.timeout);
   }
+  if (env.rendezvous.rfind("redis://", 0) == 0) {
+    const RedisUrl url = RedisUrl::parse(env.rendezvous);
+    return std::make_shared<RedisStore>(url.host, url.port, url.key_prefix(), env.timeout);
+  }
   TESSERA_FAIL("[init_process_group] rendezvous '", env.rendezvous,
-               "' is not supported yet; use file:///shared/dir (one machine or a shared folder)");
+               "' is not supported; use file:///shared/dir or redis://host:port/job");
 }
 
 }  // namespace
@@ -52,6 +57,14 @@ std::shared_ptr<Group> init_process_group(const Environment& env) {
   TESSERA_CHECK(env.world_size >= 1 && env.rank >= 0 && env.rank < env.world_size,
                 "[init_process_group] rank ", env.rank, " is outside [0, ", env.world_size, ")");
   std::shared_ptr<Store> store = open_store(env);
+  // Gloo publishes rank r's address under "world/r"; finding it already
+  // there means the rendezvous holds an earlier job's keys, which would be
+  // read as current (peers dialling dead addresses).
+  const std::string own_key = "world/" + std::to_string(env.rank);
+  TESSERA_CHECK(!store->check(own_key), "[init_process_group] rank ", env.rank, ": key '", own_key,
+                "' already exists in the rendezvous '", env.rendezvous,
+                "', left by an earlier job; use a fresh folder for file:// or a new job name for "
+                "redis://host:port/job (tessera-run picks fresh ones unless --rdzv is given)");
   // Ranks on one machine talk over loopback; across machines peers dial the host name.
   std::string hostname = "127.0.0.1";
   if (env.local_world_size < env.world_size) {

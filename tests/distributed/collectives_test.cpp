@@ -161,6 +161,23 @@ TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
   EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 0);
 }
 
+TEST(CollectivesFailureTest, CachedLayoutMeetingANewOneFailsNamingBoth) {
+  // Rank 0 has checked f32 [3] before and skips the wait; rank 1's f32 [4]
+  // is new to it, so it waits for the layouts and raises at once. Rank 0's
+  // transfer cannot match (its slot carries its layout); it fails when rank
+  // 1 leaves, well before the 20 s timeout, and names both shapes too.
+  JobResult job = run_job(2, "mismatch_cached", 20, 60s);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& text = job.ranks[rank].stderr_text;
+    EXPECT_EQ(job.ranks[rank].exit_code, 1) << text;
+    EXPECT_NE(text.find("[all_reduce] rank " + std::to_string(rank) + " of 2"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("f32 [3]"), std::string::npos) << text;
+    EXPECT_NE(text.find("f32 [4]"), std::string::npos) << text;
+  }
+  EXPECT_LT(job.elapsed, 15s);
+}
+
 TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   Environment env;  // rank 0 of 1, no TESSERA_RDZV
   env.timeout = 5s;
@@ -173,9 +190,21 @@ TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
   EXPECT_EQ(group->split({0})->size(), 1);
   EXPECT_NE(tessera::testing::error_of([&] { group->split({1}); }).find("[split] rank 0 of 1"),
             std::string::npos);
-  env.rendezvous = "redis://localhost:6379";
-  EXPECT_NE(tessera::testing::error_of([&] { init_process_group(env); }).find("not supported yet"),
-            std::string::npos);
+}
+
+TEST(CollectivesFailureTest, ReusedRendezvousFolderIsRefusedNamingIt) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tessera-reused-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  Environment env;
+  env.timeout = 5s;
+  env.rendezvous = "file://" + pattern;
+  EXPECT_EQ(init_process_group(env)->size(), 1);  // leaves world/0 behind, as a job does
+  const std::string message = tessera::testing::error_of([&] { init_process_group(env); });
+  EXPECT_NE(message.find("[init_process_group] rank 0: key 'world/0' already exists"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(pattern), std::string::npos) << message;
+  std::filesystem::remove_all(pattern);
 }
 
 #ifdef TESSERA_RUN_PATH
@@ -189,8 +218,8 @@ struct LaunchResult {
 LaunchResult launch(const std::string& options, const std::string& mode) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_launch_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(TESSERA_RUN_PATH) + " " + options + " " +
-                              TESSERA_COLLECTIVES_WORKER + " " + mode;
+  const std::string command =
+      std::string(TESSERA_RUN_PATH) + " " + options + " " + TESSERA_COLLECTIVES_WORKER + " " + mode;
   const auto start = std::chrono::steady_clock::now();
   const int raw = std::system((command + " > " + log.string() + " 2>&1").c_str());
   const auto elapsed = std::chrono::steady_clock::now() - start;

@@ -5,9 +5,12 @@
 //   all        every collective (default)
 //   die_early  the last rank exits before an all_reduce the others enter
 //   stall      the last rank sleeps past the timeout instead of entering it
+//   mismatch_cached  rank 0 repeats an all_reduce layout it has checked while
+//              rank 1 passes a new one; both must fail naming both shapes
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +81,12 @@ void check_all_gather(Group& group) {
     expect_values<T>(
         all[k], [&](int64_t i) { return k * 7 + i; }, "all_gather");
   }
+  // A 0-d tensor gathers into 0-d pieces.
+  std::vector<Tensor> scalars = group.all_gather(full({}, r + 0.5, DType::f64));
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(scalars[k].dim() == 0 && scalars[k].item<double>() == k + 0.5,
+                  shape_str(scalars[k].shape()));
+  }
 }
 
 void check_uneven(Group& group) {
@@ -124,6 +133,31 @@ void check_reduce_scatter(Group& group) {
   Tensor max = group.reduce_scatter(inputs, ReduceOp::max);
   expect_values<double>(
       max, [&](int64_t i) { return (n - 1) * 1000 + r * 10 + i; }, "max");
+  // Chunks of several ring segments (512 KiB each), with a short last one.
+  constexpr int64_t kLong = 300001;
+  std::vector<Tensor> longs, ints;
+  for (int j = 0; j < n; ++j) {
+    longs.push_back(filled<float>({kLong}, [&](int64_t i) { return (i * 7 + r * 3 + j) % 1000; }));
+    ints.push_back(filled<int32_t>({kLong}, [&](int64_t i) { return (i + r * 5 + j) % 97 - 40; }));
+  }
+  Tensor long_sum = group.reduce_scatter(longs, ReduceOp::sum);
+  expect_values<float>(
+      long_sum,
+      [&](int64_t i) {
+        double total = 0;
+        for (int k = 0; k < n; ++k) total += (i * 7 + k * 3 + r) % 1000;
+        return total;
+      },
+      "reduce_scatter long sum");
+  Tensor int_min = group.reduce_scatter(ints, ReduceOp::min);
+  expect_values<int32_t>(
+      int_min,
+      [&](int64_t i) {
+        double lowest = 1e9;
+        for (int k = 0; k < n; ++k) lowest = std::min<double>(lowest, (i + k * 5 + r) % 97 - 40);
+        return lowest;
+      },
+      "reduce_scatter long min");
 }
 
 void check_broadcast_p2p_barrier(Group& group) {
@@ -199,6 +233,47 @@ void check_errors(Group& group) {
     Tensor mismatched = Tensor::empty({r + 1, 2}, DType::f32);
     message = message_of([&] { group.all_gather(mismatched); });
     EXPECT_WORKER(message.rfind("[all_gather]", 0) == 0, message);
+    // Every rank names its own shape and a peer's, real dims included.
+    Tensor trailing = Tensor::empty({2, 3 + r % 2, 4}, DType::f32);
+    message = message_of([&] { group.all_gather(trailing); });
+    EXPECT_WORKER(
+        message.find("f32 [2, " + std::to_string(3 + r % 2) + ", 4]") != std::string::npos,
+        message);
+    EXPECT_WORKER(
+        message.find("f32 [2, " + std::to_string(3 + (r + 1) % 2) + ", 4]") != std::string::npos,
+        message);
+    // Peers' dtype and shape are checked before data moves, even for all_reduce and broadcast.
+    Tensor sized = zeros({r == 0 ? 4 : 5}, DType::f32);
+    message = message_of([&] { group.all_reduce(sized); });
+    EXPECT_WORKER(message.rfind("[all_reduce] rank " + std::to_string(r), 0) == 0, message);
+    EXPECT_WORKER(message.find("f32 [4]") != std::string::npos, message);
+    EXPECT_WORKER(message.find("f32 [5]") != std::string::npos, message);
+    Tensor typed = zeros({3}, r == 0 ? DType::f64 : DType::f32);
+    message = message_of([&] { group.broadcast(typed, 0); });
+    EXPECT_WORKER(message.rfind("[broadcast]", 0) == 0, message);
+    EXPECT_WORKER(message.find("f64 [3]") != std::string::npos, message);
+    std::vector<Tensor> pieces;
+    // Layouts new to both ranks (f64 [3] was reduce-scattered before: a rank
+    // holding it would skip the wait, see CachedLayoutMeetingANewOneFailsNamingBoth).
+    for (int j = 0; j < n; ++j) pieces.push_back(zeros({r == 1 ? 5 : 2}, DType::f64));
+    message = message_of([&] { group.reduce_scatter(pieces); });
+    EXPECT_WORKER(message.rfind("[reduce_scatter]", 0) == 0, message);
+    // The group still works after mismatches caught before any data moved.
+    Tensor ok = Tensor::from_vector<int64_t>({1}, {1});
+    group.all_reduce(ok);
+    EXPECT_WORKER(ok.item<int64_t>() == n, ok.item<int64_t>());
+    // send/recv: the sizes must agree; both sides name both.
+    if (r < 2) {
+      Tensor buffer = zeros({r == 0 ? 4 : 6}, DType::f32);
+      message = message_of([&] {
+        if (r == 0) group.send(buffer, 1, 9);
+        if (r == 1) group.recv(buffer, 0, 9);
+      });
+      const char* op = r == 0 ? "[send]" : "[recv]";
+      EXPECT_WORKER(message.rfind(op, 0) == 0, message);
+      EXPECT_WORKER(message.find("(4 elements)") != std::string::npos, message);
+      EXPECT_WORKER(message.find("(6 elements)") != std::string::npos, message);
+    }
   }
   group.barrier();
 }
@@ -227,6 +302,14 @@ int main(int argc, char** argv) {
       Tensor t = Tensor::from_vector<float>({1.0f}, {1});
       group->all_reduce(t);
       std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
+      return 2;
+    }
+    if (mode == "mismatch_cached") {
+      Tensor t = zeros({3}, DType::f32);
+      group->all_reduce(t);  // every rank checks f32 [3] once
+      Tensor next = zeros({group->rank() == 1 ? 4 : 3}, DType::f32);
+      group->all_reduce(next);
+      std::fprintf(stderr, "rank %d: mismatched all_reduce finished\n", g_rank);
       return 2;
     }
     check_all_reduce<float>(*group);

@@ -28,6 +28,9 @@ const char* const kVariables[] = {"RANK",
                                   "SLURM_NTASKS",
                                   "SLURM_LOCALID",
                                   "SLURM_NTASKS_PER_NODE",
+                                  "SLURM_TASKS_PER_NODE",
+                                  "SLURM_NNODES",
+                                  "SLURM_NODEID",
                                   "MASTER_ADDR",
                                   "MASTER_PORT"};
 
@@ -93,6 +96,34 @@ TEST_F(EnvironmentTest, FallsBackToMpiAndSlurm) {
   EXPECT_EQ(slurm.local_world_size, 4);
 }
 
+TEST_F(EnvironmentTest, SlurmWithoutNtasksPerNodeCountsTheNodes) {
+  set("SLURM_PROCID", "5");
+  set("SLURM_NTASKS", "8");
+  set("SLURM_LOCALID", "1");
+  set("TESSERA_RDZV", "redis://head:6379/job");
+  set("SLURM_NNODES", "2");
+  EXPECT_EQ(Environment::from_env().local_world_size, 4);  // not taken for one machine
+  set("SLURM_TASKS_PER_NODE", "3(x2),2");
+  set("SLURM_NODEID", "2");
+  Environment env = Environment::from_env();
+  EXPECT_EQ(env.local_world_size, 2);
+  EXPECT_EQ(env.local_rank, 1);
+  set("SLURM_NODEID", "0");
+  EXPECT_EQ(Environment::from_env().local_world_size, 3);
+  set("SLURM_NODEID", "3");
+  EXPECT_NE(error_of([] { Environment::from_env(); }).find("SLURM_NODEID=3 is outside [0, 3)"),
+            std::string::npos);
+  set("SLURM_TASKS_PER_NODE", "3(x2");
+  EXPECT_NE(error_of([] { Environment::from_env(); }).find("SLURM_TASKS_PER_NODE='3(x2'"),
+            std::string::npos);
+  set("SLURM_NTASKS_PER_NODE", "4");  // given explicitly: used as is
+  EXPECT_EQ(Environment::from_env().local_world_size, 4);
+  ::unsetenv("SLURM_NTASKS_PER_NODE");
+  ::unsetenv("SLURM_TASKS_PER_NODE");
+  set("SLURM_NNODES", "1");
+  EXPECT_EQ(Environment::from_env().local_world_size, 8);
+}
+
 TEST_F(EnvironmentTest, ErrorsNameTheVariableAndValue) {
   set("RANK", "x1");
   set("WORLD_SIZE", "2");
@@ -111,9 +142,13 @@ TEST_F(EnvironmentTest, ErrorsNameTheVariableAndValue) {
   set("TESSERA_RDZV", "tcp://host:1");
   EXPECT_NE(error_of([] { Environment::from_env(); }).find("unknown scheme"), std::string::npos);
   set("TESSERA_RDZV", "redis://host:99999");
-  EXPECT_NE(error_of([] { Environment::from_env(); }).find("port 99999"), std::string::npos);
+  EXPECT_NE(error_of([] { Environment::from_env(); }).find("port '99999'"), std::string::npos);
+  set("TESSERA_RDZV", "redis://host:6379/job/x");
+  EXPECT_NE(error_of([] { Environment::from_env(); }).find("job name 'job/x'"), std::string::npos);
   set("TESSERA_RDZV", "redis://host:6379");
   EXPECT_EQ(Environment::from_env().rendezvous, "redis://host:6379");
+  set("TESSERA_RDZV", "redis://10.0.0.2:6379/run-7");
+  EXPECT_EQ(Environment::from_env().rendezvous, "redis://10.0.0.2:6379/run-7");
   set("TESSERA_TIMEOUT_S", "-1");
   EXPECT_NE(error_of([] { Environment::from_env(); }).find("TESSERA_TIMEOUT_S='-1'"),
             std::string::npos);

@@ -20,6 +20,8 @@
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/collective_checks.h"
+#include "tessera/distributed/gloo/layout_exchange.h"
+#include "tessera/distributed/gloo/ring_reduce_scatter.h"
 
 namespace tessera::distributed {
 namespace {
@@ -47,22 +49,27 @@ class StoreAdapter : public gloo::rendezvous::Store {
   std::string prefix_;
 };
 
-template <typename T>
-void reduce_values(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
-  T* c = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  switch (op) {
-    case ReduceOp::sum:
-      for (size_t i = 0; i < n; ++i) c[i] = x[i] + y[i];
-      break;
-    case ReduceOp::max:
-      for (size_t i = 0; i < n; ++i) c[i] = std::max(x[i], y[i]);
-      break;
-    case ReduceOp::min:
-      for (size_t i = 0; i < n; ++i) c[i] = std::min(x[i], y[i]);
-      break;
-  }
+// Top bytes of the slots of Tessera's own messages, clear of Gloo's
+// collective prefixes (1-8): the layout exchanges, the reduce-scatter ring,
+// and send/recv (headers each way, then the data).
+constexpr uint64_t kLayoutPrefix = 0x50;
+constexpr uint64_t kRingPrefix = 0x51;
+constexpr uint64_t kToReceiverPrefix = 0x52;
+constexpr uint64_t kToSenderPrefix = 0x53;
+constexpr uint64_t kPointDataPrefix = 0x54;
+// Layouts each group remembers as checked before it starts over.
+constexpr size_t kMaxCheckedLayouts = 4096;
+
+// prefix (8 bits) | tag (32 bits) | low (24 bits).
+uint64_t make_slot(uint64_t prefix, uint64_t tag, uint64_t low) {
+  return prefix << 56 | (tag & 0xffffffffu) << 24 | (low & 0xffffffu);
+}
+
+// The tag of a collective's data: its sequence number salted with the
+// layout, so ranks whose layouts differ use different Gloo slots and never
+// exchange bytes (two layouts sharing a salt: odds of 2^-32).
+uint32_t salted(uint32_t sequence, uint64_t fingerprint) {
+  return sequence ^ static_cast<uint32_t>(fingerprint ^ (fingerprint >> 32));
 }
 
 // Reads the "host:port" out of one encoded Gloo TCP address.
@@ -113,6 +120,9 @@ GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
 }
 
 GlooGroup::~GlooGroup() = default;
+GlooGroup::Check::Check(const char* op_name, Layout layout, std::string rule)
+    : op(op_name), mine(std::move(layout)), hint(std::move(rule)) {}
+GlooGroup::Check::~Check() = default;
 
 void GlooGroup::connect(const char* op) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
@@ -180,9 +190,81 @@ void GlooGroup::run(const char* op, Fn&& fn) {
   TESSERA_FAIL("[", op, "] ", where(), " ", what, " (", message, ")");
 }
 
+void GlooGroup::begin_check(Check& check) {
+  const uint32_t sequence = next_tag();
+  check.tag = salted(sequence, check.mine.fingerprint());
+  if (size_ == 1) {
+    check.verified = true;
+    return;
+  }
+  std::vector<int> peers;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) peers.push_back(peer);
+  }
+  const uint64_t slot = make_slot(kLayoutPrefix, sequence, 0);
+  run(check.op, [&] {
+    check.exchange = std::make_unique<LayoutExchange>(*context_, check.mine, peers, slot, slot);
+  });
+  auto key = std::make_pair(std::string(check.op), check.mine.encode());
+  if (checked_layouts_.count(key) != 0) return;
+  verify(check);
+  // Bounds the memory of programs whose shapes keep changing. Forgetting is
+  // safe: a rank that waits while its peers do not still matches them.
+  if (checked_layouts_.size() >= kMaxCheckedLayouts) checked_layouts_.clear();
+  checked_layouts_.insert(std::move(key));
+}
+
+void GlooGroup::verify(Check& check) {
+  if (check.verified) return;
+  run(check.op, [&] { check.exchange->wait(timeout_); });
+  const std::vector<int>& peers = check.exchange->peers();
+  for (size_t i = 0; i < peers.size(); ++i) {
+    check_compatible(check.op, check.mine, rank_, check.exchange->received(i), peers[i], true,
+                     where(), check.hint);
+  }
+  check.verified = true;
+}
+
+template <typename Fn>
+void GlooGroup::run_checked(Check& check, Fn&& fn) {
+  try {
+    run(check.op, std::forward<Fn>(fn));
+  } catch (const Error& failure) {
+    if (check.verified) throw;
+    // This rank skipped waiting for the peers' layouts (it had checked its
+    // own before). If they differ, that is why the transfer failed: say so.
+    std::string mismatch;
+    try {
+      check.exchange->wait(std::chrono::milliseconds(200));
+      const std::vector<int>& peers = check.exchange->peers();
+      for (size_t i = 0; i < peers.size() && mismatch.empty(); ++i) {
+        mismatch = error_of_compatible(check, i);
+      }
+    } catch (const std::exception&) {
+      // The layouts did not arrive either; the failure speaks for itself.
+    }
+    if (!mismatch.empty())
+      TESSERA_FAIL(mismatch, " (the transfer then failed: ", failure.what(), ")");
+    throw;
+  }
+  verify(check);
+}
+
+std::string GlooGroup::error_of_compatible(const Check& check, size_t i) const {
+  try {
+    check_compatible(check.op, check.mine, rank_, check.exchange->received(i),
+                     check.exchange->peers()[i], true, where(), check.hint);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
 void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
-  if (tensor.numel() == 0) return;
+  Check check{"all_reduce", layout_of(tensor), ""};
+  begin_check(check);
+  if (tensor.numel() == 0) return verify(check);
   gloo::AllreduceOptions options(context_);
   TESSERA_DISPATCH_NUMERIC(tensor.dtype(), "all_reduce", [&] {
     options.setOutput(tensor.data<scalar_t>(), static_cast<size_t>(tensor.numel()));
@@ -190,9 +272,9 @@ void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
       reduce_values<scalar_t>(op, c, a, b, n);
     });
   });
-  options.setTag(next_tag());
+  options.setTag(check.tag);
   options.setTimeout(timeout_);
-  run("all_reduce", [&] { gloo::allreduce(options); });
+  run_checked(check, [&] { gloo::allreduce(options); });
 }
 
 std::vector<int64_t> GlooGroup::gather_int64(const char* op, const std::vector<int64_t>& values) {
@@ -220,36 +302,55 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
   TESSERA_CHECK(equal_shapes || tensor.dim() >= 1, "[", op, "] ", where(),
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
-  const std::vector<int64_t> all = gather_int64(op, mine.encode());
-  std::vector<Layout> layouts;
-  for (int peer = 0; peer < size_; ++peer) {
-    layouts.push_back(Layout::decode(all, peer));
-    check_compatible(op, mine, rank_, layouts.back(), peer, equal_shapes, where());
+  std::vector<int64_t> rows(size_, mine.rows());
+  Check check{
+      op, mine,
+      "every rank needs the same dtype and shape (all_gather_uneven allows dim 0 to differ)"};
+  if (equal_shapes) {
+    begin_check(check);  // cached: no round trip once this layout has been checked
+  } else {
+    // The receivers must learn every rank's row count: always a round trip.
+    const std::vector<int64_t> all = gather_int64(op, mine.encode());
+    for (int peer = 0; peer < size_; ++peer) {
+      const Layout theirs = Layout::decode(all, peer);
+      check_compatible(op, mine, rank_, theirs, peer, false, where());
+      rows[peer] = theirs.rows();
+    }
+    check.tag = next_tag();
+    check.verified = true;
   }
+  // Gathered straight into one tensor; the pieces are views of it, so no copy follows.
   std::vector<size_t> bytes(size_);
   size_t total = 0;
+  int64_t total_rows = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    bytes[peer] = static_cast<size_t>(layouts[peer].rows * layouts[peer].row_bytes);
+    bytes[peer] = static_cast<size_t>(rows[peer] * mine.row_bytes);
     total += bytes[peer];
+    total_rows += rows[peer];
   }
-  std::vector<uint8_t> buffer(total);
+  Shape shape = tensor.shape();
+  if (shape.empty()) {
+    shape = {size_};
+  } else {
+    shape[0] = total_rows;
+  }
+  Tensor gathered = Tensor::empty(shape, tensor.dtype());
   if (total > 0) {
     gloo::AllgathervOptions options(context_);
     options.setInput(static_cast<uint8_t*>(tensor.raw_data()), bytes[rank_]);
-    options.setOutput(buffer.data(), bytes);
-    options.setTag(next_tag());
+    options.setOutput(static_cast<uint8_t*>(gathered.raw_data()), bytes);
+    options.setTag(check.tag);
     options.setTimeout(timeout_);
-    run(op, [&] { gloo::allgatherv(options); });
+    run_checked(check, [&] { gloo::allgatherv(options); });
+  } else {
+    verify(check);
   }
   std::vector<Tensor> out;
-  size_t offset = 0;
+  int64_t row = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    Shape shape = tensor.shape();
-    if (!shape.empty()) shape[0] = layouts[peer].rows;
-    Tensor piece = Tensor::empty(shape, tensor.dtype());
-    if (bytes[peer] > 0) std::memcpy(piece.raw_data(), buffer.data() + offset, bytes[peer]);
-    offset += bytes[peer];
-    out.push_back(piece);
+    out.push_back(tensor.dim() == 0 ? gathered.select(0, peer)
+                                    : gathered.narrow(0, row, rows[peer]));
+    row += rows[peer];
   }
   return out;
 }
@@ -312,17 +413,20 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
 
 Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where());
-  std::vector<Tensor> pieces = all_to_all(inputs);
-  Tensor result = pieces[0].clone();
-  const size_t count = static_cast<size_t>(result.numel());
-  TESSERA_DISPATCH_NUMERIC(result.dtype(), "reduce_scatter", [&] {
-    for (int peer = 1; peer < size_; ++peer) {
-      TESSERA_CHECK(pieces[peer].shape() == result.shape(), "[reduce_scatter] ", where(), ": rank ",
-                    peer, " sent shape ", shape_str(pieces[peer].shape()), " but rank 0 sent ",
-                    shape_str(result.shape()), "; all must match");
-      reduce_values<scalar_t>(op, result.raw_data(), result.raw_data(), pieces[peer].raw_data(),
-                              count);
-    }
+  Check check{"reduce_scatter", layout_of(inputs[0]),
+              "every rank needs inputs of the same dtype and shape"};
+  begin_check(check);
+  Tensor result = Tensor::empty(inputs[0].shape(), inputs[0].dtype());
+  if (result.numel() == 0) {
+    verify(check);
+    return result;
+  }
+  std::vector<const void*> pointers;
+  for (const Tensor& input : inputs) pointers.push_back(input.raw_data());
+  run_checked(check, [&] {
+    ring_reduce_scatter(*context_, pointers, result.raw_data(), static_cast<size_t>(result.numel()),
+                        result.dtype(), op, make_slot(kRingPrefix, check.tag, 0), timeout_,
+                        scratch_);
   });
   return result;
 }
@@ -330,39 +434,64 @@ Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
 void GlooGroup::broadcast(Tensor& tensor, int root) {
   check_tensor("broadcast", tensor, kMoveDTypes, where());
   check_peer("broadcast", root, size_, true, rank_, where());
-  if (tensor.numel() == 0) return;
+  Check check{"broadcast", layout_of(tensor), ""};
+  begin_check(check);
+  if (tensor.numel() == 0) return verify(check);
   gloo::BroadcastOptions options(context_);
   options.setOutput(static_cast<uint8_t*>(tensor.raw_data()),
                     static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype()));
   options.setRoot(root);
-  options.setTag(next_tag());
+  options.setTag(check.tag);
   options.setTimeout(timeout_);
-  run("broadcast", [&] { gloo::broadcast(options); });
+  run_checked(check, [&] { gloo::broadcast(options); });
 }
 
 void GlooGroup::send(const Tensor& tensor, int peer, int tag) {
   check_tensor("send", tensor, kMoveDTypes, where());
   check_peer("send", peer, size_, false, rank_, where());
   TESSERA_CHECK(tag >= 0, "[send] ", where(), ": tag must be >= 0, got ", tag);
-  const size_t bytes = static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
-  if (bytes == 0) return;
-  run("send", [&] {
-    auto buffer = context_->createUnboundBuffer(tensor.raw_data(), bytes);
-    buffer->send(peer, static_cast<uint64_t>(tag));
-    TESSERA_CHECK(buffer->waitSend(timeout_), "timed out sending to rank ", peer);
-  });
+  point_to_point("send", tensor, peer, tag, true);
 }
 
 void GlooGroup::recv(Tensor& tensor, int peer, int tag) {
   check_tensor("recv", tensor, kMoveDTypes, where());
   check_peer("recv", peer, size_, false, rank_, where());
   TESSERA_CHECK(tag >= 0, "[recv] ", where(), ": tag must be >= 0, got ", tag);
+  point_to_point("recv", tensor, peer, tag, false);
+}
+
+void GlooGroup::point_to_point(const char* op, const Tensor& tensor, int peer, int tag,
+                               bool sending) {
+  const Layout mine = layout_of(tensor);
   const size_t bytes = static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
-  if (bytes == 0) return;
-  run("recv", [&] {
-    auto buffer = context_->createUnboundBuffer(tensor.raw_data(), bytes);
-    buffer->recv(peer, static_cast<uint64_t>(tag));
-    TESSERA_CHECK(buffer->waitRecv(timeout_), "timed out receiving from rank ", peer);
+  // Both sides post their header and the data at once, so the headers cost
+  // no extra round trip; the data slot carries (dtype, numel), so a
+  // mismatched pair never moves bytes and the headers name both sides.
+  const uint64_t size_key = (static_cast<uint64_t>(mine.dtype) << 48) ^
+                            static_cast<uint64_t>(mine.numel) * 0x9E3779B97F4A7C15ull;
+  const uint64_t outgoing = make_slot(sending ? kToReceiverPrefix : kToSenderPrefix, tag, 0);
+  const uint64_t incoming = make_slot(sending ? kToSenderPrefix : kToReceiverPrefix, tag, 0);
+  const uint64_t data_slot = make_slot(kPointDataPrefix, tag, size_key ^ (size_key >> 24));
+  std::unique_ptr<LayoutExchange> exchange;
+  std::unique_ptr<gloo::transport::UnboundBuffer> data;
+  run(op, [&] {
+    exchange = std::make_unique<LayoutExchange>(*context_, mine, std::vector<int>{peer}, outgoing,
+                                                incoming);
+    if (bytes > 0) {
+      data = context_->createUnboundBuffer(tensor.raw_data(), bytes);
+      if (sending) {
+        data->send(peer, data_slot);
+      } else {
+        data->recv(peer, data_slot);
+      }
+    }
+    exchange->wait(timeout_);
+  });
+  check_same_size(op, mine, rank_, exchange->received(0), peer, where());
+  if (!data) return;
+  run(op, [&] {
+    const bool done = sending ? data->waitSend(timeout_) : data->waitRecv(timeout_);
+    TESSERA_CHECK(done, "timed out ", sending ? "sending to" : "receiving from", " rank ", peer);
   });
 }
 

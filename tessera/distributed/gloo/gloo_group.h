@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tessera/distributed/collective_checks.h"
 #include "tessera/distributed/group.h"
 #include "tessera/distributed/store.h"
 
@@ -20,8 +23,23 @@ class Device;
 
 namespace tessera::distributed {
 
+class LayoutExchange;
+
 // The Gloo backend: a full mesh of TCP connections between the ranks,
 // rendezvoused through a Store. Every collective waits at most `timeout`.
+//
+// Peer checks: all_reduce, all_gather, reduce_scatter and broadcast need the
+// same dtype and shape on every rank. Each call posts this rank's layout to
+// every peer (small messages, no waiting) and tags its data with a hash of
+// the layout, so ranks holding different layouts never exchange bytes. The
+// first time a rank sees a layout for an op it waits for the peers' layouts
+// before moving data and raises at once on a mismatch, naming both; later
+// calls with a layout it has checked before skip that wait and compare the
+// layouts, already arrived, after the transfer. A rank whose layout is
+// cached facing a peer with a new one cannot match its transfer: it fails
+// when the peer raises and leaves (or at the timeout), naming the layouts
+// when they have arrived. send/recv exchange (dtype, numel) both ways with
+// every message, overlapping the transfer.
 class GlooGroup : public Group {
  public:
   // Publishes this rank's address under `prefix` in `store`, waits for the
@@ -48,7 +66,30 @@ class GlooGroup : public Group {
   // Shares the parent's TCP device; used by split().
   GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
             std::chrono::milliseconds timeout, std::shared_ptr<gloo::transport::Device> device);
+  // One collective's layout check (see the class comment).
+  struct Check {
+    Check(const char* op_name, Layout layout, std::string rule);
+    const char* op;
+    Layout mine;
+    std::string hint;
+    uint32_t tag = 0;       // for the data transfer: sequence number salted with the layout
+    bool verified = false;  // peers' layouts compared
+    std::unique_ptr<LayoutExchange> exchange;
+    ~Check();
+  };
   void connect(const char* op);
+  // Posts this rank's layout and, unless this rank has checked it for the
+  // op before, waits for the peers' and compares; sets check.tag.
+  void begin_check(Check& check);
+  // Waits for the peers' layouts and compares them with this rank's.
+  void verify(Check& check);
+  // Runs the data transfer of `check`, then verifies if begin_check did not.
+  template <typename Fn>
+  void run_checked(Check& check, Fn&& fn);
+  // The mismatch message for the peer at position i of check.exchange, or "".
+  std::string error_of_compatible(const Check& check, size_t i) const;
+  // send (sending) or recv: headers both ways overlap the data transfer.
+  void point_to_point(const char* op, const Tensor& tensor, int peer, int tag, bool sending);
   // all_gather and all_gather_uneven: gathers shapes first, then bytes.
   std::vector<Tensor> gather(const char* op, const Tensor& tensor, bool equal_shapes);
   // Gathers `values.size()` int64 from every rank (the same count everywhere).
@@ -72,6 +113,9 @@ class GlooGroup : public Group {
   std::vector<std::string> peer_addresses_;  // "ip:port" each rank listens on
   uint32_t tag_ = 0;
   std::map<std::vector<int>, int> split_counts_;  // same list, same count on every member
+  // (op, layout) pairs every peer has confirmed; see the class comment.
+  std::set<std::pair<std::string, std::vector<int64_t>>> checked_layouts_;
+  std::vector<uint8_t> scratch_;  // reduce_scatter's ring buffers, kept between calls
 };
 
 }  // namespace tessera::distributed
