@@ -4,7 +4,9 @@
 // and wraps the results. Every rank decides from metadata alone, so all
 // ranks agree without talking.
 
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/global/boxing.h"
@@ -117,6 +119,36 @@ bool composes(const OpDef& op, const Placement& placement,
   return true;
 }
 
+// TESSERA_DEBUG_SPMD=1: before each global op, the ranks of its placement
+// compare what they are about to run (op number, name, inputs' layouts) and
+// the first divergence raises on every rank, naming both ranks and ops.
+bool spmd_debug() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TESSERA_DEBUG_SPMD");
+    return value != nullptr && std::string(value) != "0" && std::string(value) != "";
+  }();
+  return enabled;
+}
+
+void check_same_op_everywhere(const OpDef& op, const Placement& placement,
+                              const std::vector<Tensor>& inputs) {
+  static thread_local int64_t sequence = 0;
+  const int64_t number = sequence++;
+  if (!placement.contains(global::world_rank())) return;
+  const std::string text = str_cat("#", number, " ", op.name, "(", layouts_str(inputs), ")");
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  auto group = global::group_of(placement.ranks());
+  std::vector<Tensor> all = group->all_gather_uneven(
+      Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}));
+  for (size_t r = 0; r < all.size(); ++r) {
+    std::vector<uint8_t> theirs = all[r].to_vector<uint8_t>();
+    std::string other(theirs.begin(), theirs.end());
+    TESSERA_CHECK(other == text, "[spmd] ranks diverged: rank ", placement.ranks()[r], " issued ",
+                  other, " while rank ", global::world_rank(), " issued ", text,
+                  "; every rank must run the same ops in the same order");
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
@@ -131,6 +163,7 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
                   "] global inputs must share one placement; got ", layouts_str(inputs),
                   ". Move them with to_global(placement, sbp) first");
   }
+  if (spmd_debug()) check_same_op_everywhere(op, placement, inputs);
   const NdSbp all_broadcast = global::uniform(Sbp::broadcast(), placement.ndim());
   std::vector<Tensor> global_inputs;
   std::vector<TensorMeta> metas;

@@ -40,5 +40,14 @@ TEST(DocsTest, TrainFirstModelMatchesTheExample) {
     EXPECT_NE(sources.find(block), std::string::npos) << "not in the example:\n" << block;
 }
 
+TEST(DocsTest, GlobalTensorsTutorialMatchesTheTour) {
+  const std::string page = read_source("docs/global_tensors.md");
+  const std::string source = read_source("examples/global_tour/main.cpp");
+  const std::vector<std::string> blocks = cpp_blocks(page);
+  EXPECT_GE(blocks.size(), 6u);
+  for (const std::string& block : blocks)
+    EXPECT_NE(source.find(block), std::string::npos) << "not in the tour:\n" << block;
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -70,10 +70,10 @@ struct Job {
   std::string output;
 };
 
-Job run_workers(int ranks, const std::string& mode) {
+Job run_workers(int ranks, const std::string& mode, const std::string& env = "") {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_global_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(TESSERA_RUN_PATH) + " -n " + std::to_string(ranks) +
+  const std::string command = env + " " + std::string(TESSERA_RUN_PATH) + " -n " + std::to_string(ranks) +
                               " --timeout 60 " + TESSERA_GLOBAL_WORKER + " " + mode + " > " +
                               log.string() + " 2>&1";
   const int raw = std::system(command.c_str());
@@ -110,6 +110,13 @@ TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   EXPECT_HAS(job.output, "GPT tensor parallel");
 }
 
+TEST_P(GlobalJobTest, DebugModeNamesTheRankThatIssuedAnotherOp) {
+  Job job = run_workers(GetParam(), "diverge", "TESSERA_DEBUG_SPMD=1");
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "[spmd] ranks diverged");
+  EXPECT_HAS(job.output, "rank " + std::to_string(GetParam() - 1) + " issued #0 mul");
+}
+
 TEST_P(GlobalJobTest, MisuseGivesClearErrors) {
   Job job = run_workers(GetParam(), "errors");
   EXPECT_EQ(job.status, 0) << job.output;
@@ -134,6 +141,22 @@ TEST(GlobalCheckpointTest, SavedOnFourTensorParallelLoadsOnTwoDataParallelAndOne
   EXPECT_HAS(corrupt.output, "not valid JSON");
   std::filesystem::remove_all(dir);
 }
+
+#ifdef TESSERA_GLOBAL_TOUR
+TEST(GlobalTourTest, TheTutorialProgramRunsOnFourRanks) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("tessera_tour_" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string(TESSERA_RUN_PATH) + " -n 4 --timeout 60 " +
+                              TESSERA_GLOBAL_TOUR + " > " + log.string() + " 2>&1";
+  const int raw = std::system(command.c_str());
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove(log);
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << text.str();
+  EXPECT_HAS(text.str(), "all checks passed");
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlobalJobTest, ::testing::Values(2, 3, 4));
 #endif

@@ -12,6 +12,7 @@
 //             a tensor-parallel MLP, trained 3 steps, saved sharded; loaded
 //             back with data parallelism (or on one process) it gives the
 //             same outputs
+//   diverge   the last rank issues another op (for TESSERA_DEBUG_SPMD=1)
 //   train     data-, tensor- and 2-D-parallel training of an MLP and a small
 //             GPT tracks single-process training step by step
 
@@ -496,6 +497,10 @@ int main(int argc, char** argv) {
     } else if (mode == "ckpt_save" || mode == "ckpt_load") {
       CHECK_WORKER(argc > 2, "checkpoint modes need a folder");
       run_checkpoint(n, mode, argv[2]);
+    } else if (mode == "diverge") {  // run with TESSERA_DEBUG_SPMD=1
+      Tensor a = ones({4}, Placement::cpu(n), Sbp::split(0));
+      Tensor b = g_rank == n - 1 ? mul(a, a) : add(a, a);
+      (void)b;
     } else if (mode == "train") {
       run_train(n);
     } else if (mode == "errors") {
