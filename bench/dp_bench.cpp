@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
     global::parallelize(*model, all, {});
     optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
     // Each rank's part of the batch, as data loaders would hand it out.
-    const global::Range rows = global::split_range(256, world->size(), world->rank());
+    const int64_t batch = std::getenv("DP_BENCH_BATCH") ? std::atoll(std::getenv("DP_BENCH_BATCH")) : 256;
+    const global::Range rows = global::split_range(batch, world->size(), world->rank());
     Generator gen(1 + static_cast<uint64_t>(world->rank()));
     Tensor x = randn({rows.size, 784}, DType::f32, &gen).to_global(all, Sbp::split(0));
     Tensor y = randint(0, 10, {rows.size}, DType::i64, &gen).to_global(all, Sbp::split(0));

@@ -91,6 +91,22 @@ Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
+  if (local.defined() && local.dim() == static_cast<int64_t>(shape.size()) && !local.is_contiguous()) {
+    // The logical strides follow the shard's memory order (a transposed shard
+    // makes a transposed global tensor), so layout-aware code such as
+    // matmul's gradient sees the same layout either way.
+    std::vector<size_t> order(shape.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    const Strides& local_strides = local.strides();
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return local_strides[a] > local_strides[b];
+    });
+    int64_t stride = 1;
+    for (size_t i = order.size(); i-- > 0;) {
+      impl->strides[order[i]] = stride;
+      stride *= std::max<int64_t>(shape[order[i]], 1);
+    }
+  }
   impl->dtype = dtype;
   impl->device = Device{placement.device_type(), 0};
   impl->global = std::make_shared<GlobalState>();

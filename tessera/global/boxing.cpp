@@ -45,6 +45,32 @@ Tensor combine(const Tensor& a, const Tensor& b, const Sbp& kind) {
   }
 }
 
+// A copy that keeps t's memory order (a transposed t stays transposed, so a
+// weight gradient keeps the layout the optimizer reads without a copy), plus
+// a flat view of the same elements for elementwise collectives.
+std::pair<Tensor, Tensor> layout_clone(const Tensor& t) {
+  const size_t ndim = t.shape().size();
+  std::vector<size_t> order(ndim);
+  for (size_t d = 0; d < ndim; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return t.strides()[a] > t.strides()[b]; });
+  int64_t expected = 1;
+  bool dense = true;
+  for (size_t i = ndim; i-- > 0;) {
+    if (t.shape()[order[i]] != 1 && t.strides()[order[i]] != expected) dense = false;
+    expected *= t.shape()[order[i]];
+  }
+  if (!dense || t.is_contiguous()) {
+    Tensor copy = t.clone();
+    return {copy, copy.reshape({-1})};
+  }
+  Tensor flat = Tensor::empty({t.numel()}, t.dtype());
+  if (t.numel() > 0) {
+    std::memcpy(flat.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+  }
+  return {make_alias(flat, t.shape(), t.strides(), 0), flat};
+}
+
 // Moves dim `d` to the front (and back).
 std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
   std::vector<int64_t> perm{d};
@@ -71,14 +97,15 @@ Tensor gather_along(distributed::Group& group, const Tensor& t, int64_t d) {
 std::optional<Tensor> convert_axis(distributed::Group& group, const Tensor& t, const Shape& level,
                                    const Sbp& from, const Sbp& to) {
   const int64_t n = group.size(), k = group.rank();
+  if (n == 1) return layout_clone(t).first;  // one rank holds the whole in any layout
   if (from.is_partial() && to.is_partial() && from.kind != to.kind) {
-    Tensor full = t.clone();
-    group.all_reduce(full, reduce_op_of(from));
+    auto [full, flat] = layout_clone(t);
+    group.all_reduce(flat, reduce_op_of(from));
     return convert_axis(group, full, level, Sbp::broadcast(), to);
   }
   if (from.is_partial() && to.is_broadcast()) {
-    Tensor out = t.clone();
-    group.all_reduce(out, reduce_op_of(from));
+    auto [out, flat] = layout_clone(t);
+    group.all_reduce(flat, reduce_op_of(from));
     return out;
   }
   if (from.is_partial() && to.is_split()) {
@@ -129,7 +156,7 @@ std::optional<Tensor> convert_axis(distributed::Group& group, const Tensor& t, c
   }
   if (from.is_broadcast() && to.is_partial()) {
     if (to.kind == SbpKind::partial_sum && k != 0) return zeros_like(t);
-    return t.clone();
+    return layout_clone(t).first;
   }
   if (from.is_split() && to.kind == SbpKind::partial_sum) {
     Shape full_shape = t.shape();
@@ -315,7 +342,8 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
 }  // namespace
 
 double boxing_cost(const Sbp& from, const Sbp& to, double bytes, int64_t parts) {
-  if (from == to || parts == 1) return 0;
+  if (from == to) return 0;
+  if (parts == 1) return 1;  // the same data either way; prefer not to touch it
   const double n = static_cast<double>(parts);
   const double share = bytes * (n - 1) / n;
   if (from.is_broadcast()) return to.is_split() ? 1 : 2;  // a local slice; zeros
@@ -336,8 +364,8 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp) {
   NoGradGuard no_grad;
   if (x.placement() == placement && x.nd_sbp() == sbp) {
     Tensor local = x.local_shard();
-    return make_global(local.defined() ? local.clone() : local, x.shape(), x.dtype(), placement,
-                       sbp);
+    return make_global(local.defined() ? layout_clone(local).first : local, x.shape(), x.dtype(),
+                       placement, sbp);
   }
   if (x.placement() != placement) return generic_box(x, placement, sbp);
 
