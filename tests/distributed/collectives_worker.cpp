@@ -5,6 +5,7 @@
 //   all        every collective (default)
 //   die_early  the last rank exits before an all_reduce the others enter
 //   stall      the last rank sleeps past the timeout instead of entering it
+//   which      prints the Group class that init_process_group chose, then a barrier
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -210,6 +212,13 @@ int main(int argc, char** argv) {
   try {
     std::shared_ptr<Group> group = init_process_group();
     g_rank = group->rank();
+    if (mode == "which") {
+      // The mangled name contains the class name, e.g. "GlooGroup" or "MpiGroup".
+      std::printf("rank %d of %d: %s\n", group->rank(), group->size(), typeid(*group).name());
+      std::fflush(stdout);
+      group->barrier();
+      return 0;
+    }
     if (mode == "die_early") {
       group->barrier();
       if (group->rank() == group->size() - 1) std::_Exit(3);
