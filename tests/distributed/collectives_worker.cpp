@@ -69,6 +69,24 @@ void check_all_reduce(Group& group) {
   }
 }
 
+// Large enough (200 KB) for backends that switch algorithm on size, with a
+// length no world size divides.
+void check_large_all_reduce(Group& group) {
+  const int n = group.size(), r = group.rank();
+  const int64_t count = 50001;
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::min}) {
+    Tensor t = filled<float>({count}, [&](int64_t i) { return (i % 1000) * (r + 1); });
+    group.all_reduce(t, op);
+    expect_values<float>(
+        t,
+        [&](int64_t i) {
+          const double unit = static_cast<double>(i % 1000);
+          return op == ReduceOp::sum ? unit * n * (n + 1) / 2 : unit;
+        },
+        reduce_op_name(op));
+  }
+}
+
 template <typename T>
 void check_all_gather(Group& group) {
   const int n = group.size(), r = group.rank();
@@ -242,6 +260,7 @@ int main(int argc, char** argv) {
     check_all_reduce<double>(*group);
     check_all_reduce<int64_t>(*group);
     check_all_reduce<int32_t>(*group);
+    check_large_all_reduce(*group);
     check_all_gather<float>(*group);
     check_all_gather<uint8_t>(*group);
     check_uneven(*group);

@@ -44,6 +44,10 @@ namespace {
 
 // Messages are cut into pieces MPI's int counts can hold.
 constexpr int64_t kMaxCount = int64_t{1} << 30;
+// From this size on, all_reduce exchanges pieces point to point instead of
+// calling MPI_Iallreduce, whose non-blocking algorithms (libnbc) move large
+// messages several times slower than the shared-memory transport allows.
+constexpr int64_t kPairwiseBytes = int64_t{1} << 16;
 
 std::once_flag g_init_once;
 // Set when a request timed out: MPI may still write its memory and its peers
@@ -161,6 +165,25 @@ class RowType {
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
 };
 
+// out[i] = op(out[i], in[i]) for `count` values of `dtype`.
+void reduce_into(DType dtype, ReduceOp op, void* out, const void* in, int64_t count) {
+  TESSERA_DISPATCH_NUMERIC(dtype, "all_reduce", [&] {
+    scalar_t* a = static_cast<scalar_t*>(out);
+    const scalar_t* b = static_cast<const scalar_t*>(in);
+    switch (op) {
+      case ReduceOp::sum:
+        for (int64_t i = 0; i < count; ++i) a[i] += b[i];
+        break;
+      case ReduceOp::max:
+        for (int64_t i = 0; i < count; ++i) a[i] = std::max(a[i], b[i]);
+        break;
+      case ReduceOp::min:
+        for (int64_t i = 0; i < count; ++i) a[i] = std::min(a[i], b[i]);
+        break;
+    }
+  });
+}
+
 uint64_t hash_list(const std::vector<int>& values) {
   uint64_t hash = 1469598103934665603ull;  // FNV-1a
   for (int value : values) hash = (hash ^ static_cast<uint32_t>(value)) * 1099511628211ull;
@@ -264,17 +287,59 @@ void MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_usable("all_reduce");
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
   const int64_t count = tensor.numel();
-  const size_t item = dtype_size(tensor.dtype());
-  Pending pending;
-  pending.memory.push_back(tensor);
-  for (int64_t start = 0; start < count; start += kMaxCount) {
-    const int chunk = static_cast<int>(std::min(kMaxCount, count - start));
-    char* data = static_cast<char*>(tensor.raw_data()) + start * static_cast<int64_t>(item);
-    TESSERA_MPI_START("all_reduce",
-                      MPI_Iallreduce(MPI_IN_PLACE, data, chunk, mpi_type(tensor.dtype()),
-                                     mpi_op(op), communicator_->comm, pending.add()));
+  const int64_t item = static_cast<int64_t>(dtype_size(tensor.dtype()));
+  const MPI_Datatype type = mpi_type(tensor.dtype());
+  char* base = static_cast<char*>(tensor.raw_data());
+  if (size_ == 1 || count == 0) return;
+  if (count * item < kPairwiseBytes || count / size_ >= INT_MAX) {
+    Pending pending;
+    pending.memory.push_back(tensor);
+    for (int64_t start = 0; start < count; start += kMaxCount) {
+      const int chunk = static_cast<int>(std::min(kMaxCount, count - start));
+      TESSERA_MPI_START("all_reduce", MPI_Iallreduce(MPI_IN_PLACE, base + start * item, chunk,
+                                                     type, mpi_op(op), communicator_->comm,
+                                                     pending.add()));
+    }
+    wait("all_reduce", pending);
+    return;
   }
-  wait("all_reduce", pending);
+  // Rank j owns chunk j: every rank sends it chunk j, j reduces them, then
+  // sends the result to every rank. Each rank moves 2 (n - 1) / n of the
+  // tensor once, and every chunk is reduced by one rank, in one order, so
+  // all ranks get bitwise the same result.
+  auto first = [&](int rank) { return count * rank / size_; };
+  auto length = [&](int rank) { return static_cast<int>(first(rank + 1) - first(rank)); };
+  const int own = length(rank_);
+  char* own_data = base + first(rank_) * item;
+  Tensor scratch = Tensor::empty({static_cast<int64_t>(own) * (size_ - 1)}, tensor.dtype());
+  auto slot = [&](int peer) {
+    const int index = peer < rank_ ? peer : peer - 1;
+    return static_cast<char*>(scratch.raw_data()) + int64_t{index} * own * item;
+  };
+  Pending scatter;
+  scatter.memory = {tensor, scratch};
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    TESSERA_MPI_START("all_reduce", MPI_Irecv(slot(peer), own, type, peer, data_tag(),
+                                              communicator_->comm, scatter.add()));
+    TESSERA_MPI_START("all_reduce",
+                      MPI_Isend(base + first(peer) * item, length(peer), type, peer, data_tag(),
+                                communicator_->comm, scatter.add()));
+  }
+  wait("all_reduce", scatter);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) reduce_into(tensor.dtype(), op, own_data, slot(peer), own);
+  }
+  Pending gather;
+  gather.memory = {tensor};
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    TESSERA_MPI_START("all_reduce", MPI_Irecv(base + first(peer) * item, length(peer), type, peer,
+                                              data_tag(), communicator_->comm, gather.add()));
+    TESSERA_MPI_START("all_reduce", MPI_Isend(own_data, own, type, peer, data_tag(),
+                                              communicator_->comm, gather.add()));
+  }
+  wait("all_reduce", gather);
 }
 
 std::vector<int64_t> MpiGroup::gather_int64(const char* op, const std::vector<int64_t>& values) {
@@ -430,34 +495,37 @@ Tensor MpiGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) 
     check_compatible("reduce_scatter", mine, rank_, Layout::decode(all, peer), peer, true,
                      where());
   }
-  Tensor result = Tensor::empty(inputs[0].shape(), inputs[0].dtype());
-  const int64_t count = result.numel();
-  if (count == 0) return result;
+  const int64_t count = inputs[0].numel();
   TESSERA_CHECK(count <= INT_MAX, "[reduce_scatter] ", where(), ": pieces of ", count,
                 " elements exceed MPI's int counts; use pieces below 2^31 elements");
-  const size_t bytes = static_cast<size_t>(count) * dtype_size(result.dtype());
-  // Inputs cut from one buffer in order are already packed.
-  bool adjacent = true;
-  for (int peer = 1; peer < size_ && adjacent; ++peer) {
-    adjacent = inputs[peer].raw_data() ==
-               static_cast<char*>(inputs[0].raw_data()) + static_cast<size_t>(peer) * bytes;
-  }
-  Tensor packed = inputs[0];
-  if (!adjacent) {
-    packed = Tensor::empty({count * size_}, result.dtype());
-    for (int peer = 0; peer < size_; ++peer) {
-      std::memcpy(static_cast<char*>(packed.raw_data()) + static_cast<size_t>(peer) * bytes,
-                  inputs[peer].raw_data(), bytes);
-    }
-  }
+  Tensor result = inputs[rank_].clone();
+  if (count == 0 || size_ == 1) return result;
+  // Point to point straight from the inputs (no packing), then a local
+  // reduction; MPI_Ireduce_scatter_block was several times slower.
+  const DType dtype = result.dtype();
+  const MPI_Datatype type = mpi_type(dtype);
+  const int64_t piece_bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  Tensor scratch = Tensor::empty({count * (size_ - 1)}, dtype);
+  auto slot = [&](int peer) {
+    const int index = peer < rank_ ? peer : peer - 1;
+    return static_cast<char*>(scratch.raw_data()) + int64_t{index} * piece_bytes;
+  };
   Pending pending;
-  pending.memory = {packed, result};
+  pending.memory = {scratch};
   for (const Tensor& input : inputs) pending.memory.push_back(input);
-  TESSERA_MPI_START("reduce_scatter",
-                    MPI_Ireduce_scatter_block(packed.raw_data(), result.raw_data(),
-                                              static_cast<int>(count), mpi_type(result.dtype()),
-                                              mpi_op(op), communicator_->comm, pending.add()));
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    TESSERA_MPI_START("reduce_scatter",
+                      MPI_Irecv(slot(peer), static_cast<int>(count), type, peer, data_tag(),
+                                communicator_->comm, pending.add()));
+    TESSERA_MPI_START("reduce_scatter",
+                      MPI_Isend(inputs[peer].raw_data(), static_cast<int>(count), type, peer,
+                                data_tag(), communicator_->comm, pending.add()));
+  }
   wait("reduce_scatter", pending);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) reduce_into(dtype, op, result.raw_data(), slot(peer), count);
+  }
   return result;
 }
 
@@ -481,8 +549,8 @@ void MpiGroup::send(const Tensor& tensor, int peer, int tag) {
   check_usable("send");
   check_tensor("send", tensor, kMoveDTypes, where());
   check_peer("send", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < max_tag_, "[send] ", where(), ": tag ", tag, " is outside [0, ",
-                max_tag_, ") (the top MPI tag is reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[send] ", where(), ": tag ", tag,
+                " is outside [0, ", data_tag(), ") (the top two MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
@@ -499,8 +567,8 @@ void MpiGroup::recv(Tensor& tensor, int peer, int tag) {
   check_usable("recv");
   check_tensor("recv", tensor, kMoveDTypes, where());
   check_peer("recv", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < max_tag_, "[recv] ", where(), ": tag ", tag, " is outside [0, ",
-                max_tag_, ") (the top MPI tag is reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[recv] ", where(), ": tag ", tag,
+                " is outside [0, ", data_tag(), ") (the top two MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
@@ -550,7 +618,7 @@ std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
                 shape_str(std::vector<int64_t>(ranks.begin(), ranks.end())),
                 "; only members call split");
   // MPI_Comm_create_group has no timeout: the members first check in with
-  // each other (on the reserved top tag), so a member that never calls
+  // each other (on the reserved split tag), so a member that never calls
   // split, or passes another list, raises instead of blocking.
   const int members = static_cast<int>(ranks.size());
   Tensor token = Tensor::from_vector<int64_t>({static_cast<int64_t>(hash_list(ranks))}, {1});
@@ -559,10 +627,10 @@ std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
   pending.memory = {token, tokens};
   for (int i = 0; i < members; ++i) {
     if (i == new_rank) continue;
-    TESSERA_MPI_START("split", MPI_Isend(token.raw_data(), 1, MPI_INT64_T, ranks[i], max_tag_,
+    TESSERA_MPI_START("split", MPI_Isend(token.raw_data(), 1, MPI_INT64_T, ranks[i], split_tag(),
                                          communicator_->comm, pending.add()));
     TESSERA_MPI_START("split", MPI_Irecv(tokens.data<int64_t>() + i, 1, MPI_INT64_T, ranks[i],
-                                         max_tag_, communicator_->comm, pending.add()));
+                                         split_tag(), communicator_->comm, pending.add()));
   }
   wait("split", pending);
   const std::vector<int64_t> received = tokens.to_vector<int64_t>();

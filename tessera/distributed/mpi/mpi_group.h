@@ -31,7 +31,8 @@ class MpiGroup : public Group {
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) override;
   std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs) override;
   void broadcast(Tensor& tensor, int root) override;
-  // Tags must be below MPI's tag limit (at least 32766); the top tag is reserved for split.
+  // Tags must be below MPI's tag limit less one (at least 32766); the top
+  // two tags carry split's check-in and the collectives' own messages.
   void send(const Tensor& tensor, int peer, int tag = 0) override;
   void recv(Tensor& tensor, int peer, int tag = 0) override;
   void barrier() override;
@@ -55,6 +56,8 @@ class MpiGroup : public Group {
   std::vector<Tensor> gather(const char* op, const Tensor& tensor, bool equal_shapes);
   // "rank r of n" for messages.
   std::string where() const;
+  int split_tag() const { return max_tag_; }
+  int data_tag() const { return max_tag_ - 1; }
 
   std::unique_ptr<Communicator> communicator_;
   int rank_ = 0;
