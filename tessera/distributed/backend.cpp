@@ -22,8 +22,7 @@ const char* backend_name(Backend backend) {
 Backend parse_backend(const std::string& text, const char* source) {
   if (text == "gloo") return Backend::gloo;
   if (text == "mpi") return Backend::mpi;
-  TESSERA_FAIL("[init_process_group] ", source, "='", text,
-               "' is not a backend; valid: gloo, mpi");
+  TESSERA_FAIL("[init_process_group] ", source, "='", text, "' is not a backend; valid: gloo, mpi");
 }
 
 bool mpi_backend_built() {
@@ -52,10 +51,10 @@ std::chrono::milliseconds timeout_from_env() {
   if (text == nullptr) return std::chrono::seconds(60);
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
-  TESSERA_CHECK(*text != '\0' && *end == '\0' && std::isfinite(seconds) && seconds > 0 &&
-                    seconds <= 1e7,
-                "[Environment] TESSERA_TIMEOUT_S='", text,
-                "' must be a positive number of seconds (at most 1e7)");
+  TESSERA_CHECK(
+      *text != '\0' && *end == '\0' && std::isfinite(seconds) && seconds > 0 && seconds <= 1e7,
+      "[Environment] TESSERA_TIMEOUT_S='", text,
+      "' must be a positive number of seconds (at most 1e7)");
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 

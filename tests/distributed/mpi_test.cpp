@@ -69,9 +69,9 @@ MpirunResult mpirun(const std::string& mpirun_path, int ranks, const std::string
 }
 
 // Skips the test unless the MPI backend is built and mpirun exists.
-#define TESSERA_REQUIRE_MPIRUN(path)                                                    \
+#define TESSERA_REQUIRE_MPIRUN(path)                                                     \
   if (!mpi_backend_built()) GTEST_SKIP() << "Tessera was built without the MPI backend"; \
-  const std::string path = find_mpirun();                                               \
+  const std::string path = find_mpirun();                                                \
   if (path.empty()) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin)"
 
 class MpiCollectivesTest : public ::testing::TestWithParam<int> {};
@@ -88,8 +88,7 @@ TEST(MpiBackendTest, MpirunPicksMpiUnlessTold) {
   TESSERA_REQUIRE_MPIRUN(path);
   MpirunResult chosen = mpirun(path, 2, "which", "");
   EXPECT_EQ(chosen.status, 0) << chosen.output;
-  EXPECT_NE(chosen.output.find("rank 1 of 2: N7tessera11distributed8MpiGroupE"),
-            std::string::npos)
+  EXPECT_NE(chosen.output.find("rank 1 of 2: N7tessera11distributed8MpiGroupE"), std::string::npos)
       << chosen.output;
   MpirunResult told = mpirun(path, 2, "which", "TESSERA_BACKEND=mpi");
   EXPECT_EQ(told.status, 0) << told.output;
@@ -122,10 +121,9 @@ TEST(MpiFailureTest, StalledPeerTimesOutTheOthers) {
   // timeout, exit, and mpirun stops the job.
   MpirunResult result = mpirun(path, 3, "stall", "TESSERA_TIMEOUT_S=1");
   EXPECT_NE(result.status, 0) << result.output;
-  const bool named = result.output.find("[all_reduce] rank 0 of 3 timed out after 1000 ms") !=
-                         std::string::npos ||
-                     result.output.find("[all_reduce] rank 1 of 3 timed out after 1000 ms") !=
-                         std::string::npos;
+  const bool named =
+      result.output.find("[all_reduce] rank 0 of 3 timed out after 1000 ms") != std::string::npos ||
+      result.output.find("[all_reduce] rank 1 of 3 timed out after 1000 ms") != std::string::npos;
   EXPECT_TRUE(named) << result.output;
   EXPECT_LT(result.elapsed, std::chrono::seconds(15));
 }

@@ -79,14 +79,13 @@ void initialise_mpi() {
       MPI_Query_thread(&provided);
     } else {
       const int status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-      TESSERA_CHECK(status == MPI_SUCCESS, "[init_process_group] MPI_Init_thread failed: ",
-                    error_text(status));
+      TESSERA_CHECK(status == MPI_SUCCESS,
+                    "[init_process_group] MPI_Init_thread failed: ", error_text(status));
       std::atexit(finalize_at_exit);
     }
-    TESSERA_CHECK(provided >= MPI_THREAD_SERIALIZED,
-                  "[init_process_group] MPI gives thread level ", provided,
-                  "; the mpi backend needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED,
-                  ") or better");
+    TESSERA_CHECK(provided >= MPI_THREAD_SERIALIZED, "[init_process_group] MPI gives thread level ",
+                  provided, "; the mpi backend needs MPI_THREAD_SERIALIZED (",
+                  MPI_THREAD_SERIALIZED, ") or better");
   });
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -108,8 +107,8 @@ bool poll(std::vector<MPI_Request>& requests, std::vector<MPI_Status>& statuses,
   statuses.resize(requests.size());
   while (true) {
     int done = 0;
-    status = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                         statuses.data());
+    status =
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
     if (done || status != MPI_SUCCESS) return true;
     if (std::chrono::steady_clock::now() > deadline) return false;
     // MPI progresses only inside MPI calls; yielding keeps that going while
@@ -203,16 +202,16 @@ std::shared_ptr<MpiGroup> MpiGroup::world(std::chrono::milliseconds timeout) {
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
   std::vector<MPI_Status> statuses;
   int status = MPI_Comm_idup(MPI_COMM_WORLD, &communicator->comm, requests.data());
-  TESSERA_CHECK(status == MPI_SUCCESS, "[init_process_group] MPI_Comm_idup failed: ",
-                error_text(status));
+  TESSERA_CHECK(status == MPI_SUCCESS,
+                "[init_process_group] MPI_Comm_idup failed: ", error_text(status));
   if (!poll(requests, statuses, timeout, status)) {
     g_broken_op = "init_process_group";
     g_broken = true;
     TESSERA_FAIL("[init_process_group] timed out after ", timeout.count(),
                  " ms waiting for the other ranks mpirun started");
   }
-  TESSERA_CHECK(status == MPI_SUCCESS, "[init_process_group] MPI_Comm_idup failed: ",
-                error_text(status));
+  TESSERA_CHECK(status == MPI_SUCCESS,
+                "[init_process_group] MPI_Comm_idup failed: ", error_text(status));
   return std::shared_ptr<MpiGroup>(new MpiGroup(std::move(communicator), timeout));
 }
 
@@ -242,8 +241,8 @@ std::string MpiGroup::where() const {
 }
 
 void MpiGroup::check_usable(const char* op) const {
-  TESSERA_CHECK(!g_broken.load(), "[", op, "] ", where(), ": MPI is unusable since '",
-                g_broken_op, "' timed out (MPI cannot cancel a started operation); exit the process");
+  TESSERA_CHECK(!g_broken.load(), "[", op, "] ", where(), ": MPI is unusable since '", g_broken_op,
+                "' timed out (MPI cannot cancel a started operation); exit the process");
 }
 
 void MpiGroup::wait(const char* op, Pending& pending) {
@@ -276,11 +275,11 @@ void MpiGroup::wait(const char* op, Pending& pending) {
 }
 
 // Starts an MPI call, turning a failure to start into an error naming `op`.
-#define TESSERA_MPI_START(op, call)                                                   \
-  do {                                                                                \
-    const int tessera_mpi_status = (call);                                            \
-    TESSERA_CHECK(tessera_mpi_status == MPI_SUCCESS, "[", op, "] ", where(),          \
-                  ": MPI could not start it: ", error_text(tessera_mpi_status));       \
+#define TESSERA_MPI_START(op, call)                                              \
+  do {                                                                           \
+    const int tessera_mpi_status = (call);                                       \
+    TESSERA_CHECK(tessera_mpi_status == MPI_SUCCESS, "[", op, "] ", where(),     \
+                  ": MPI could not start it: ", error_text(tessera_mpi_status)); \
   } while (0)
 
 void MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
@@ -296,9 +295,9 @@ void MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
     pending.memory.push_back(tensor);
     for (int64_t start = 0; start < count; start += kMaxCount) {
       const int chunk = static_cast<int>(std::min(kMaxCount, count - start));
-      TESSERA_MPI_START("all_reduce", MPI_Iallreduce(MPI_IN_PLACE, base + start * item, chunk,
-                                                     type, mpi_op(op), communicator_->comm,
-                                                     pending.add()));
+      TESSERA_MPI_START("all_reduce",
+                        MPI_Iallreduce(MPI_IN_PLACE, base + start * item, chunk, type, mpi_op(op),
+                                       communicator_->comm, pending.add()));
     }
     wait("all_reduce", pending);
     return;
@@ -322,9 +321,8 @@ void MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
     if (peer == rank_) continue;
     TESSERA_MPI_START("all_reduce", MPI_Irecv(slot(peer), own, type, peer, data_tag(),
                                               communicator_->comm, scatter.add()));
-    TESSERA_MPI_START("all_reduce",
-                      MPI_Isend(base + first(peer) * item, length(peer), type, peer, data_tag(),
-                                communicator_->comm, scatter.add()));
+    TESSERA_MPI_START("all_reduce", MPI_Isend(base + first(peer) * item, length(peer), type, peer,
+                                              data_tag(), communicator_->comm, scatter.add()));
   }
   wait("all_reduce", scatter);
   for (int peer = 0; peer < size_; ++peer) {
@@ -348,9 +346,9 @@ std::vector<int64_t> MpiGroup::gather_int64(const char* op, const std::vector<in
   Tensor all = Tensor::empty({count * size_}, DType::i64);
   Pending pending;
   pending.memory = {mine, all};
-  TESSERA_MPI_START(op, MPI_Iallgather(mine.raw_data(), static_cast<int>(count), MPI_INT64_T,
-                                       all.raw_data(), static_cast<int>(count), MPI_INT64_T,
-                                       communicator_->comm, pending.add()));
+  TESSERA_MPI_START(
+      op, MPI_Iallgather(mine.raw_data(), static_cast<int>(count), MPI_INT64_T, all.raw_data(),
+                         static_cast<int>(count), MPI_INT64_T, communicator_->comm, pending.add()));
   wait(op, pending);
   return all.to_vector<int64_t>();
 }
@@ -389,8 +387,8 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
   }
   Tensor buffer = Tensor::empty(shape, tensor.dtype());
   if (mine.row_bytes > 0 && total_rows > 0) {
-    TESSERA_CHECK(total_rows <= INT_MAX && mine.row_bytes <= INT_MAX, "[", op, "] ", where(),
-                  ": ", total_rows, " rows of ", mine.row_bytes,
+    TESSERA_CHECK(total_rows <= INT_MAX && mine.row_bytes <= INT_MAX, "[", op, "] ", where(), ": ",
+                  total_rows, " rows of ", mine.row_bytes,
                   " bytes exceed MPI's int counts; gather fewer or smaller rows");
     RowType row(mine.row_bytes);
     Pending pending;
@@ -473,8 +471,7 @@ std::vector<Tensor> MpiGroup::all_to_all(const std::vector<Tensor>& inputs) {
                                      rd, row.get(), communicator_->comm, pending.add()));
     wait("all_to_all", pending);
   }
-  const int64_t row_elements =
-      mine.row_bytes / static_cast<int64_t>(dtype_size(inputs[0].dtype()));
+  const int64_t row_elements = mine.row_bytes / static_cast<int64_t>(dtype_size(inputs[0].dtype()));
   std::vector<Tensor> out;
   int64_t first = 0;
   for (int peer = 0; peer < size_; ++peer) {
@@ -492,8 +489,7 @@ Tensor MpiGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) 
   const Layout mine = layout_of(inputs[0]);
   const std::vector<int64_t> all = gather_int64("reduce_scatter", mine.encode());
   for (int peer = 0; peer < size_; ++peer) {
-    check_compatible("reduce_scatter", mine, rank_, Layout::decode(all, peer), peer, true,
-                     where());
+    check_compatible("reduce_scatter", mine, rank_, Layout::decode(all, peer), peer, true, where());
   }
   const int64_t count = inputs[0].numel();
   TESSERA_CHECK(count <= INT_MAX, "[reduce_scatter] ", where(), ": pieces of ", count,
@@ -515,9 +511,8 @@ Tensor MpiGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) 
   for (const Tensor& input : inputs) pending.memory.push_back(input);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    TESSERA_MPI_START("reduce_scatter",
-                      MPI_Irecv(slot(peer), static_cast<int>(count), type, peer, data_tag(),
-                                communicator_->comm, pending.add()));
+    TESSERA_MPI_START("reduce_scatter", MPI_Irecv(slot(peer), static_cast<int>(count), type, peer,
+                                                  data_tag(), communicator_->comm, pending.add()));
     TESSERA_MPI_START("reduce_scatter",
                       MPI_Isend(inputs[peer].raw_data(), static_cast<int>(count), type, peer,
                                 data_tag(), communicator_->comm, pending.add()));
@@ -538,9 +533,8 @@ void MpiGroup::broadcast(Tensor& tensor, int root) {
   pending.memory.push_back(tensor);
   for (int64_t start = 0; start < bytes; start += kMaxCount) {
     const int chunk = static_cast<int>(std::min(kMaxCount, bytes - start));
-    TESSERA_MPI_START("broadcast",
-                      MPI_Ibcast(static_cast<char*>(tensor.raw_data()) + start, chunk, MPI_BYTE,
-                                 root, communicator_->comm, pending.add()));
+    TESSERA_MPI_START("broadcast", MPI_Ibcast(static_cast<char*>(tensor.raw_data()) + start, chunk,
+                                              MPI_BYTE, root, communicator_->comm, pending.add()));
   }
   wait("broadcast", pending);
 }
@@ -549,8 +543,8 @@ void MpiGroup::send(const Tensor& tensor, int peer, int tag) {
   check_usable("send");
   check_tensor("send", tensor, kMoveDTypes, where());
   check_peer("send", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[send] ", where(), ": tag ", tag,
-                " is outside [0, ", data_tag(), ") (the top two MPI tags are reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[send] ", where(), ": tag ", tag, " is outside [0, ",
+                data_tag(), ") (the top two MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
@@ -567,17 +561,17 @@ void MpiGroup::recv(Tensor& tensor, int peer, int tag) {
   check_usable("recv");
   check_tensor("recv", tensor, kMoveDTypes, where());
   check_peer("recv", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[recv] ", where(), ": tag ", tag,
-                " is outside [0, ", data_tag(), ") (the top two MPI tags are reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[recv] ", where(), ": tag ", tag, " is outside [0, ",
+                data_tag(), ") (the top two MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
   std::vector<int> expected;
   for (int64_t start = 0; start < bytes; start += kMaxCount) {
     expected.push_back(static_cast<int>(std::min(kMaxCount, bytes - start)));
-    TESSERA_MPI_START("recv", MPI_Irecv(static_cast<char*>(tensor.raw_data()) + start,
-                                        expected.back(), MPI_BYTE, peer, tag, communicator_->comm,
-                                        pending.add()));
+    TESSERA_MPI_START(
+        "recv", MPI_Irecv(static_cast<char*>(tensor.raw_data()) + start, expected.back(), MPI_BYTE,
+                          peer, tag, communicator_->comm, pending.add()));
   }
   try {
     wait("recv", pending);
@@ -647,8 +641,8 @@ std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
   const int status = MPI_Comm_create_group(communicator_->comm, subset, 0, &communicator->comm);
   MPI_Group_free(&subset);
   MPI_Group_free(&parent);
-  TESSERA_CHECK(status == MPI_SUCCESS, "[split] ", where(), ": MPI_Comm_create_group failed: ",
-                error_text(status));
+  TESSERA_CHECK(status == MPI_SUCCESS, "[split] ", where(),
+                ": MPI_Comm_create_group failed: ", error_text(status));
   return std::shared_ptr<Group>(new MpiGroup(std::move(communicator), timeout_));
 }
 
