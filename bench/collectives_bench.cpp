@@ -1,10 +1,12 @@
 // Tessera's side of the collective benchmarks (bench/collectives_compare.py
-// runs it under tessera-run next to bench/collectives_torch.py). Every rank
-// times all_reduce, all_gather and reduce_scatter of 1, 16 and 64 MiB of f32
-// (the size of one rank's input); rank 0 prints one JSON line per case with
-// the median seconds over the timed repetitions.
+// runs it under tessera-run (Gloo) and mpirun (MPI) next to
+// bench/collectives_torch.py). Every rank times all_reduce, all_gather and
+// reduce_scatter of 1, 16 and 64 MiB of f32 (the size of one rank's input);
+// rank 0 prints one JSON line per case with the backend and the median
+// seconds over the timed repetitions.
 //
 //   tessera-run -n 2 ./build/bench/collectives_bench [--repetitions 10]
+//   mpirun -n 2 ./build/bench/collectives_bench     (the MPI backend)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--repetitions") == 0) repetitions = std::max(1, std::atoi(argv[i + 1]));
   try {
+    const char* backend = backend_name(backend_from_env());
     std::shared_ptr<Group> group = init_process_group();
     const int world = group->size();
     for (int64_t mib : {1, 16, 64}) {
@@ -62,9 +65,9 @@ int main(int argc, char** argv) {
         for (auto [op, seconds] : {std::pair<const char*, double>{"all_reduce", reduce},
                                    {"all_gather", gather},
                                    {"reduce_scatter", scatter}}) {
-          std::printf("{\"framework\": \"tessera\", \"op\": \"%s\", \"mib\": %lld, \"ranks\": %d, "
-                      "\"seconds\": %.6f}\n",
-                      op, static_cast<long long>(mib), world, seconds);
+          std::printf("{\"framework\": \"tessera\", \"backend\": \"%s\", \"op\": \"%s\", "
+                      "\"mib\": %lld, \"ranks\": %d, \"seconds\": %.6f}\n",
+                      backend, op, static_cast<long long>(mib), world, seconds);
         }
         std::fflush(stdout);
       }

@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev nlohmann-json3-dev clang libclang-rt-dev libgloo-dev
+  zlib1g-dev nlohmann-json3-dev clang libclang-rt-dev libgloo-dev libopenmpi-dev openmpi-bin
   libhiredis-dev redis-server
   python3 python3-torch python3-numpy
   dataset-fashion-mnist fortunes

@@ -11,6 +11,9 @@
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/distributed/redis_store.h"
 #include "tessera/distributed/solo_group.h"
+#ifdef TESSERA_HAVE_MPI
+#include "tessera/distributed/mpi/mpi_group.h"
+#endif
 
 namespace tessera::distributed {
 
@@ -51,9 +54,39 @@ std::shared_ptr<Store> open_store(const Environment& env) {
                "' is not supported; use file:///shared/dir or redis://host:port/job");
 }
 
+// The MPI world group, or an error saying why there is none.
+std::shared_ptr<Group> init_mpi(std::chrono::milliseconds timeout) {
+  TESSERA_CHECK(mpi_backend_built(),
+                "[init_process_group] the mpi backend is not built into this Tessera (configure "
+                "with OpenMPI installed and -DTESSERA_WITH_MPI=ON); valid here: gloo");
+  TESSERA_CHECK(launched_by_mpirun(),
+                "[init_process_group] the mpi backend needs ranks started by mpirun "
+                "(OMPI_COMM_WORLD_SIZE is not set): run `mpirun -n N prog`, or use "
+                "TESSERA_BACKEND=gloo with tessera-run");
+#ifdef TESSERA_HAVE_MPI
+  std::shared_ptr<Group> group = MpiGroup::world(timeout);
+  set_default_group(group);
+  return group;
+#else
+  (void)timeout;
+  return nullptr;
+#endif
+}
+
 }  // namespace
 
+std::shared_ptr<Group> init_process_group() {
+  const Backend backend = backend_from_env();
+  if (backend == Backend::mpi) return init_mpi(timeout_from_env());
+  return init_process_group(Environment::from_env(), backend);
+}
+
 std::shared_ptr<Group> init_process_group(const Environment& env) {
+  return init_process_group(env, backend_from_env());
+}
+
+std::shared_ptr<Group> init_process_group(const Environment& env, Backend backend) {
+  if (backend == Backend::mpi) return init_mpi(env.timeout);
   TESSERA_CHECK(env.world_size >= 1 && env.rank >= 0 && env.rank < env.world_size,
                 "[init_process_group] rank ", env.rank, " is outside [0, ", env.world_size, ")");
   std::shared_ptr<Store> store = open_store(env);

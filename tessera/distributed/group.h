@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/distributed/backend.h"
 #include "tessera/distributed/environment.h"
 
 namespace tessera::distributed {
@@ -51,9 +52,16 @@ class Group {
   virtual std::shared_ptr<Group> split(const std::vector<int>& ranks) = 0;
 };
 
-// Joins the job `env` describes (rendezvous through its store) and returns
-// the group of all its ranks, backed by Gloo. It becomes the default group.
-std::shared_ptr<Group> init_process_group(const Environment& env = Environment::from_env());
+// Joins the job the process environment describes, with backend_from_env(),
+// and makes it the default group (as do the overloads below). Gloo reads
+// Environment::from_env(); MPI needs only TESSERA_TIMEOUT_S.
+std::shared_ptr<Group> init_process_group();
+// Joins the job `env` describes with backend_from_env().
+std::shared_ptr<Group> init_process_group(const Environment& env);
+// Joins with `backend`. gloo: the ranks and the store `env` names. mpi: the
+// ranks mpirun started (only env.timeout is used); throws if the MPI backend
+// is not built in or mpirun did not start this process.
+std::shared_ptr<Group> init_process_group(const Environment& env, Backend backend);
 
 // The group global tensors run on: the last one init_process_group made, or
 // a one-process group when it was never called (so global code runs as is

@@ -7,6 +7,7 @@
 //   stall      the last rank sleeps past the timeout instead of entering it
 //   mismatch_cached  rank 0 repeats an all_reduce layout it has checked while
 //              rank 1 passes a new one; both must fail naming both shapes
+//   which      prints the Group class that init_process_group chose, then a barrier
 
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -65,6 +67,24 @@ void check_all_reduce(Group& group) {
           if (op == ReduceOp::max) return static_cast<double>((n - 1) * 10 + i);
           if (op == ReduceOp::min) return static_cast<double>(i);
           return static_cast<double>(10 * n * (n - 1) / 2 + n * i);
+        },
+        reduce_op_name(op));
+  }
+}
+
+// Large enough (200 KB) for backends that switch algorithm on size, with a
+// length no world size divides.
+void check_large_all_reduce(Group& group) {
+  const int n = group.size(), r = group.rank();
+  const int64_t count = 50001;
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::min}) {
+    Tensor t = filled<float>({count}, [&](int64_t i) { return (i % 1000) * (r + 1); });
+    group.all_reduce(t, op);
+    expect_values<float>(
+        t,
+        [&](int64_t i) {
+          const double unit = static_cast<double>(i % 1000);
+          return op == ReduceOp::sum ? unit * n * (n + 1) / 2 : unit;
         },
         reduce_op_name(op));
   }
@@ -285,6 +305,13 @@ int main(int argc, char** argv) {
   try {
     std::shared_ptr<Group> group = init_process_group();
     g_rank = group->rank();
+    if (mode == "which") {
+      // The mangled name contains the class name, e.g. "GlooGroup" or "MpiGroup".
+      std::printf("rank %d of %d: %s\n", group->rank(), group->size(), typeid(*group).name());
+      std::fflush(stdout);
+      group->barrier();
+      return 0;
+    }
     if (mode == "die_early") {
       group->barrier();
       if (group->rank() == group->size() - 1) std::_Exit(3);
@@ -316,6 +343,7 @@ int main(int argc, char** argv) {
     check_all_reduce<double>(*group);
     check_all_reduce<int64_t>(*group);
     check_all_reduce<int32_t>(*group);
+    check_large_all_reduce(*group);
     check_all_gather<float>(*group);
     check_all_gather<uint8_t>(*group);
     check_uneven(*group);
