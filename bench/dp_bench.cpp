@@ -40,15 +40,22 @@ int main(int argc, char** argv) {
     Generator gen(1 + static_cast<uint64_t>(world->rank()));
     Tensor x = randn({rows.size, 784}, DType::f32, &gen).to_global(all, Sbp::split(0));
     Tensor y = randint(0, 10, {rows.size}, DType::i64, &gen).to_global(all, Sbp::split(0));
-    std::vector<double> times;
+    std::vector<double> times, forward_ms, backward_ms;
+    const bool phases = std::getenv("DP_BENCH_PHASES") != nullptr;
     double loss_value = 0;
     for (int step = 0; step < warmup + steps; ++step) {
       world->barrier();
       const auto start = std::chrono::steady_clock::now();
       optimizer.zero_grad();
       Tensor loss = cross_entropy(model->forward(x), y);
+      const auto forward_end = std::chrono::steady_clock::now();
       loss.backward();
+      const auto backward_end = std::chrono::steady_clock::now();
       optimizer.step();
+      if (phases && step >= warmup) {
+        forward_ms.push_back(1e3 * std::chrono::duration<double>(forward_end - start).count());
+        backward_ms.push_back(1e3 * std::chrono::duration<double>(backward_end - forward_end).count());
+      }
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (step >= warmup) times.push_back(seconds);
@@ -58,6 +65,12 @@ int main(int argc, char** argv) {
     world->all_reduce(slowest, distributed::ReduceOp::max);
     std::vector<double> sorted = slowest.to_vector<double>();
     std::sort(sorted.begin(), sorted.end());
+    if (phases) {
+      std::sort(forward_ms.begin(), forward_ms.end());
+      std::sort(backward_ms.begin(), backward_ms.end());
+      std::printf("rank %d: forward %.2f ms, backward %.2f ms (medians)\n", world->rank(),
+                  forward_ms[forward_ms.size() / 2], backward_ms[backward_ms.size() / 2]);
+    }
     if (world->rank() == 0) {
       std::printf("{\"framework\": \"tessera\", \"ranks\": %d, \"step_ms\": %.3f, \"loss\": %.5f}\n",
                   world->size(), 1e3 * sorted[sorted.size() / 2], loss_value);

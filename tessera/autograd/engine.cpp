@@ -92,6 +92,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
       return;
     }
     Tensor value = create_graph ? gradient : gradient.detach();
+    if (leaf->global && !create_graph && global_accumulate_grad(leaf, value)) return;
     if (leaf->global) {
       // A global leaf keeps its own layout: a broadcast parameter that met
       // split data gets a partial gradient here, and this is its all-reduce.
@@ -183,7 +184,21 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
 
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                   bool retain_graph, bool create_graph) {
+  // Global leaves may receive their gradients on a communication thread;
+  // backward returns only once they have all arrived, even when it fails.
+  struct WaitForGradients {
+    bool done = false;
+    ~WaitForGradients() {
+      if (done) return;
+      try {
+        global_finish_backward();
+      } catch (const std::exception&) {  // the error in flight is the one to report
+      }
+    }
+  } wait;
   execute(roots, root_grads, retain_graph || create_graph, create_graph, nullptr);
+  wait.done = true;
+  global_finish_backward();
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

@@ -91,6 +91,14 @@ Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& at
 // inputs to it, runs the local op on the shards and wraps the outputs.
 std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
                                 const Attrs& attrs);
+// Gradient accumulation into a global leaf (defined by the global layer):
+// boxes `gradient` to the leaf's layout and adds it to leaf->grad, possibly
+// on a communication thread so that backward goes on computing meanwhile.
+// Returns false when the caller should accumulate it itself.
+bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient);
+// Waits until every accumulation handed over above is done; rethrows the
+// first error. The backward engine calls it before returning.
+void global_finish_backward();
 // dst.copy_(src) for a global dst (defined by the global layer).
 void global_copy_(const Tensor& dst, const Tensor& src);
 

@@ -373,9 +373,9 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
   for (int peer = 0; peer < size_; ++peer) {
     const Layout theirs = Layout::decode(all, peer);
     check_compatible(op, mine, rank_, theirs, peer, equal_shapes, where());
-    rows[peer] = theirs.rows;
+    rows[peer] = theirs.rows();
     first_row[peer] = total_rows;
-    total_rows += theirs.rows;
+    total_rows += theirs.rows();
   }
   // One buffer receives every rank's rows; the results are views into it,
   // which saves a copy of everything gathered.
@@ -394,13 +394,13 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
     Pending pending;
     pending.memory = {tensor, buffer};
     if (equal_shapes) {
-      const int count = static_cast<int>(mine.rows);
+      const int count = static_cast<int>(mine.rows());
       TESSERA_MPI_START(op, MPI_Iallgather(tensor.raw_data(), count, row.get(), buffer.raw_data(),
                                            count, row.get(), communicator_->comm, pending.add()));
     } else {
       int* counts = pending.keep(std::vector<int>(rows.begin(), rows.end()));
       int* displacements = pending.keep(std::vector<int>(first_row.begin(), first_row.end()));
-      TESSERA_MPI_START(op, MPI_Iallgatherv(tensor.raw_data(), static_cast<int>(mine.rows),
+      TESSERA_MPI_START(op, MPI_Iallgatherv(tensor.raw_data(), static_cast<int>(mine.rows()),
                                             row.get(), buffer.raw_data(), counts, displacements,
                                             row.get(), communicator_->comm, pending.add()));
     }
