@@ -110,6 +110,12 @@ TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   EXPECT_HAS(job.output, "GPT tensor parallel");
 }
 
+TEST(GlobalOverlapTest, GradientsReducedOnTheCommunicationThreadTrackToo) {
+  Job job = run_workers(2, "train", "TESSERA_OVERLAP_GRADIENTS=1");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "GPT data parallel");
+}
+
 TEST_P(GlobalJobTest, DebugModeNamesTheRankThatIssuedAnotherOp) {
   Job job = run_workers(GetParam(), "diverge", "TESSERA_DEBUG_SPMD=1");
   EXPECT_NE(job.status, 0) << job.output;
