@@ -253,6 +253,12 @@ void check_errors(Group& group) {
     Tensor mismatched = Tensor::empty({r + 1, 2}, DType::f32);
     message = message_of([&] { group.all_gather(mismatched); });
     EXPECT_WORKER(message.rfind("[all_gather]", 0) == 0, message);
+    // The checks below are the Gloo backend's peer layout checks; the MPI
+    // backend checks only what its gathers exchange anyway.
+    if (dynamic_cast<GlooGroup*>(&group) == nullptr) {
+      group.barrier();
+      return;
+    }
     // Every rank names its own shape and a peer's, real dims included.
     Tensor trailing = Tensor::empty({2, 3 + r % 2, 4}, DType::f32);
     message = message_of([&] { group.all_gather(trailing); });
