@@ -17,11 +17,6 @@
 namespace tessera::distributed {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-// Short enough that rendezvous of a few ranks takes milliseconds, long
-// enough that waiting ranks do not compete with working ones for the CPU.
-constexpr auto kPollInterval = std::chrono::milliseconds(2);
-
 std::string errno_text(int error) {
   return std::strerror(error);
 }
@@ -138,25 +133,7 @@ bool FileStore::check(const std::string& key) {
 }
 
 void FileStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  const auto start = Clock::now();
-  size_t next = 0;  // keys before `next` are known to exist
-  while (next < keys.size()) {
-    if (check(keys[next])) {
-      ++next;
-      continue;
-    }
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    if (waited >= timeout) {
-      std::string missing;
-      for (size_t i = next; i < keys.size(); ++i) {
-        if (check(keys[i])) continue;
-        missing += (missing.empty() ? "'" : ", '") + keys[i] + "'";
-      }
-      TESSERA_FAIL("[FileStore] timed out after ", waited.count(), " ms waiting for key(s) ",
-                   missing, " in '", directory_, "' (timeout ", timeout.count(), " ms)");
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
+  poll_until_present(keys, timeout, "FileStore", "in '" + directory_ + "'");
 }
 
 int64_t FileStore::add(const std::string& key, int64_t delta) {

@@ -13,11 +13,6 @@
 namespace tessera::distributed {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-// As FileStore: rendezvous of a few ranks takes milliseconds without the
-// waiting ranks flooding the server.
-constexpr auto kPollInterval = std::chrono::milliseconds(2);
-
 timeval to_timeval(std::chrono::milliseconds duration) {
   timeval value{};
   value.tv_sec = static_cast<time_t>(duration.count() / 1000);
@@ -146,25 +141,7 @@ bool RedisStore::check(const std::string& key) {
 }
 
 void RedisStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  const auto start = Clock::now();
-  size_t next = 0;  // keys before `next` are known to exist
-  while (next < keys.size()) {
-    if (check(keys[next])) {
-      ++next;
-      continue;
-    }
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    if (waited >= timeout) {
-      std::string missing;
-      for (size_t i = next; i < keys.size(); ++i) {
-        if (check(keys[i])) continue;
-        missing += (missing.empty() ? "'" : ", '") + keys[i] + "'";
-      }
-      TESSERA_FAIL("[RedisStore] timed out after ", waited.count(), " ms waiting for key(s) ",
-                   missing, " on ", description(), " (timeout ", timeout.count(), " ms)");
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
+  poll_until_present(keys, timeout, "RedisStore", "on " + description());
 }
 
 int64_t RedisStore::add(const std::string& key, int64_t delta) {

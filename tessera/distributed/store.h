@@ -29,6 +29,12 @@ class Store {
   virtual bool check(const std::string& key) = 0;
   // How long get() and wait() block before raising.
   virtual std::chrono::milliseconds timeout() const = 0;
+
+ protected:
+  // wait() for stores that can only ask check(): polls every 2 ms. The error
+  // starts with "[name]" and names the missing keys and `where` ("in '/dir'").
+  void poll_until_present(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                          const char* name, const std::string& where);
 };
 
 }  // namespace tessera::distributed

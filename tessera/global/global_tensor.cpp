@@ -25,58 +25,45 @@ NdSbp broadcast_as_partial(const NdSbp& sbp) {
   return NdSbp(sbps);
 }
 
-TensorMeta same_meta(const std::vector<TensorMeta>& in, const Attrs&) { return in.at(0); }
+// An op that never runs through call(), only sits on the tape: the output
+// has the input's logical meta, and `grad` maps the gradient back.
+OpDef tape_op(const char* name, GradFn grad) {
+  OpDef d;
+  d.name = name;
+  d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in.at(0)};
+  };
+  d.saves_inputs = false;
+  d.grad = std::move(grad);
+  return d;
+}
 
-// Unregistered ops: they never run through call(), only sit on the tape.
+// Global -> global: the gradient goes back to the input's layout.
 const OpDef& redistribute_op() {
-  static const OpDef def = [] {
-    OpDef d;
-    d.name = "to_global";
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
-      return std::vector<TensorMeta>{same_meta(in, a)};
-    };
-    d.saves_inputs = false;
-    d.grad = [](const GradContext& c) {
-      const TensorMeta& from = c.input_meta(0);
-      return std::vector<Tensor>{c.grad_output(0).to_global(from.placement, from.sbp)};
-    };
-    return d;
-  }();
+  static const OpDef def = tape_op("to_global", [](const GradContext& c) {
+    const TensorMeta& from = c.input_meta(0);
+    return std::vector<Tensor>{c.grad_output(0).to_global(from.placement, from.sbp)};
+  });
   return def;
 }
 
+// Local -> global: this rank's part of the gradient, in the forward layout
+// (broadcast copies that came from the first rank send it all there).
 const OpDef& from_local_op() {
-  static const OpDef def = [] {
-    OpDef d;
-    d.name = "to_global";
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
-      return std::vector<TensorMeta>{same_meta(in, a)};
-    };
-    d.saves_inputs = false;
-    d.grad = [](const GradContext& c) {
-      const TensorMeta& out = c.output_meta(0);
-      NdSbp sbp = c.attrs().b("broadcast_first") ? broadcast_as_partial(out.sbp) : out.sbp;
-      return std::vector<Tensor>{c.grad_output(0).to_global(out.placement, sbp).to_local()};
-    };
-    return d;
-  }();
+  static const OpDef def = tape_op("to_global", [](const GradContext& c) {
+    const TensorMeta& out = c.output_meta(0);
+    NdSbp sbp = c.attrs().b("broadcast_first") ? broadcast_as_partial(out.sbp) : out.sbp;
+    return std::vector<Tensor>{c.grad_output(0).to_global(out.placement, sbp).to_local()};
+  });
   return def;
 }
 
+// Global -> local: the local gradients, taken as the shards of one tensor.
 const OpDef& to_local_op() {
-  static const OpDef def = [] {
-    OpDef d;
-    d.name = "to_local";
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
-      return std::vector<TensorMeta>{same_meta(in, a)};
-    };
-    d.saves_inputs = false;
-    d.grad = [](const GradContext& c) {
-      const TensorMeta& in = c.input_meta(0);
-      return std::vector<Tensor>{from_local(c.grad_output(0), in.placement, in.sbp, false)};
-    };
-    return d;
-  }();
+  static const OpDef def = tape_op("to_local", [](const GradContext& c) {
+    const TensorMeta& in = c.input_meta(0);
+    return std::vector<Tensor>{from_local(c.grad_output(0), in.placement, in.sbp, false)};
+  });
   return def;
 }
 
