@@ -165,10 +165,19 @@ void load_sharded(const std::string& dir, const StateDict& state) {
     }
     Tensor assembled = Tensor::empty(want.size, target.dtype());
     int64_t covered = 0;
+    std::vector<Region> used;  // so that overlapping pieces cannot fake full coverage
     for (const json& piece : entry.at("pieces")) {
       Region have{piece.at("start").get<std::vector<int64_t>>(), piece.at("size").get<Shape>()};
+      TESSERA_CHECK(have.start.size() == shape.size() && have.size.size() == shape.size(),
+                    "[load_sharded] '", index_path, "': a piece of '", key, "' has ",
+                    have.start.size(), "-d coordinates for a ", shape.size(), "-d tensor");
       Region overlap = intersect(want, have);
       if (overlap.empty()) continue;
+      for (const Region& earlier : used) {
+        TESSERA_CHECK(intersect(earlier, overlap).empty(), "[load_sharded] '", index_path,
+                      "': pieces of '", key, "' overlap; the index is corrupt");
+      }
+      used.push_back(overlap);
       const StateDict& tensors_in_file = open(piece.at("file").get<std::string>());
       const Tensor& stored = tensors_in_file.at(key);
       TESSERA_CHECK(stored.shape() == have.size, "[load_sharded] '", key, "' in ",
