@@ -57,7 +57,11 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
                     shape_str(root.shape()),
                     "; an implicit gradient exists only for one-element outputs, pass a "
                     "gradient of the same shape");
-      seed = ones_like(root);
+      // d(root)/d(root) = 1 is the same on every rank, so a global root's seed
+      // is broadcast, whatever the root's SBP (a partial loss included).
+      seed = root.is_global() ? ones(root.shape(), root.placement(),
+                                     NdSbp::broadcast(root.placement().ndim()), root.dtype())
+                              : ones_like(root);
     }
     TESSERA_CHECK(seed.shape() == root.shape(), "[backward] gradient has shape ",
                   shape_str(seed.shape()), " but output ", i, " has shape ",
@@ -191,7 +195,7 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& r
     ~WaitForGradients() {
       if (done) return;
       try {
-        global_finish_backward();
+        global_finish_backward(/*failed=*/true);
       } catch (const std::exception&) {  // the error in flight is the one to report
       }
     }

@@ -1,19 +1,22 @@
-// Gradients of global parameters are reduced on a communication thread, as
-// DDP does: when backward hands over a parameter's gradient (a partial sum,
-// for a broadcast parameter fed split data), the all-reduce into the
-// parameter's layout starts at once while backward computes the gradients
-// of earlier layers. Backward returns once every reduction has finished.
+// Gradients of global parameters reach their layout here. For a broadcast
+// parameter fed split data, backward hands over a partial sum that must be
+// all-reduced. Two ways:
 //
-// Every rank hands gradients over in the same order (the engine's order is
-// fixed by the graph), and the thread reduces them in that order on groups
-// of its own, so its collectives never interleave with the main thread's.
-// With the MPI backend (one thread in MPI at a time) and in one process,
-// gradients are reduced on the calling thread instead.
-//
-// Off unless TESSERA_OVERLAP_GRADIENTS=1: on the 2-core machine the
-// benchmarks run on, two ranks already use every core and the extra thread
-// made the data-parallel step slower (32 ms against 26 ms, bench/dp_bench).
-// It is meant for ranks that have a core to spare for communication.
+// - By default (as DDP's buckets): each such gradient waits in a bucket with
+//   others of the same placement, dtype and reduced mesh axes; a bucket is
+//   reduced by one all-reduce of its concatenated shards when it reaches
+//   kBucketBytes and when backward ends. One collective per bucket instead
+//   of one per parameter: fewer round trips and fewer points where every
+//   rank waits for the slowest. Other conversions are boxed at once.
+// - With TESSERA_OVERLAP_GRADIENTS=1, each gradient is reduced on a
+//   communication thread while backward computes earlier layers. Every rank
+//   hands gradients over in the same order (the engine's order is fixed by
+//   the graph), and the thread reduces them in that order on groups of its
+//   own, so its collectives never interleave with the main thread's. With
+//   the MPI backend (one thread in MPI at a time) and in one process, the
+//   buckets are used instead. Off by default: on the 2-core machine the
+//   benchmarks run on, two ranks already use every core and the extra thread
+//   made the data-parallel step slower (bench/dp_bench).
 
 #include <condition_variable>
 #include <cstdlib>
@@ -21,13 +24,16 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/process_groups.h"
+#include "tessera/ops/concat.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
 
@@ -104,13 +110,100 @@ bool overlap_enabled() {
   return enabled;
 }
 
+// Adds `value` to the leaf's gradient (or makes it the gradient).
+void accumulate_into(TensorImpl& leaf, const Tensor& value) {
+  leaf.grad = leaf.grad ? add(Tensor(leaf.grad), value).impl_ptr() : value.impl_ptr();
+}
+
+// Gradients that share a placement, dtype and the mesh axes their partial
+// sums are reduced over: one all-reduce serves them all.
+struct Bucket {
+  Placement placement;
+  DType dtype;
+  std::vector<int> axes;
+  std::vector<std::shared_ptr<TensorImpl>> leaves;
+  std::vector<Tensor> shards;  // this rank's part of each partial gradient
+  size_t bytes = 0;
+};
+
+// DDP's default bucket size: large enough that a bucket's all-reduce runs
+// at full bandwidth, small enough that the concatenated copy stays modest.
+constexpr size_t kBucketBytes = size_t{25} << 20;
+
+// Buckets of the backward pass running on this thread, in the order they
+// were opened (the same on every rank).
+thread_local std::vector<Bucket> open_buckets;
+
+// The mesh axes whose partial sums must be all-reduced to turn `gradient`'s
+// layout into the leaf's; nullopt when the conversion is anything else
+// (those are boxed at once).
+std::optional<std::vector<int>> summed_axes(const NdSbp& from, const NdSbp& to) {
+  std::vector<int> axes;
+  for (int axis = 0; axis < from.ndim(); ++axis) {
+    if (from[axis] == to[axis]) continue;
+    if (from[axis].kind != SbpKind::partial_sum || !to[axis].is_broadcast()) return std::nullopt;
+    axes.push_back(axis);
+  }
+  return axes;
+}
+
+// One all-reduce per reduced axis over the bucket's concatenated shards, then
+// each leaf gets its slice, wrapped in the leaf's layout.
+void reduce_bucket(Bucket& bucket) {
+  const int index = bucket.placement.index_of(global::world_rank());
+  std::vector<Tensor> flat;
+  flat.reserve(bucket.shards.size());
+  for (const Tensor& shard : bucket.shards) flat.push_back(shard.reshape({shard.numel()}));
+  Tensor joined = flat.size() == 1 ? flat[0].contiguous().clone() : cat(flat, 0);
+  for (int axis : bucket.axes) {
+    global::group_of(global::axis_ranks(bucket.placement, index, axis))->all_reduce(joined);
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < bucket.leaves.size(); ++i) {
+    TensorImpl& leaf = *bucket.leaves[i];
+    const Tensor& shard = bucket.shards[i];
+    Tensor piece = joined.narrow(0, offset, shard.numel()).reshape(shard.shape());
+    offset += shard.numel();
+    accumulate_into(leaf, make_global(piece, leaf.shape, leaf.dtype, leaf.global->placement,
+                                      leaf.global->sbp));
+  }
+  bucket = Bucket{bucket.placement, bucket.dtype, bucket.axes, {}, {}, 0};
+}
+
+// Files a partial gradient for its bucket; false when it does not qualify.
+bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
+  const Placement& placement = leaf->global->placement;
+  if (!gradient.is_global() || gradient.placement() != placement ||
+      gradient.dtype() != leaf->dtype || !placement.contains(global::world_rank())) {
+    return false;
+  }
+  const std::optional<std::vector<int>> axes = summed_axes(gradient.nd_sbp(), leaf->global->sbp);
+  if (!axes || axes->empty()) return false;
+  Bucket* bucket = nullptr;
+  for (Bucket& open : open_buckets) {
+    if (open.placement == placement && open.dtype == gradient.dtype() && open.axes == *axes) {
+      bucket = &open;
+    }
+  }
+  if (bucket == nullptr) {
+    open_buckets.push_back(Bucket{placement, gradient.dtype(), *axes, {}, {}, 0});
+    bucket = &open_buckets.back();
+  }
+  const Tensor shard = gradient.local_shard();
+  bucket->leaves.push_back(leaf);
+  bucket->shards.push_back(shard);
+  bucket->bytes += static_cast<size_t>(shard.numel()) * dtype_size(shard.dtype());
+  if (bucket->bytes >= kBucketBytes) reduce_bucket(*bucket);
+  return true;
+}
+
 }  // namespace
 
 bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
   auto world = distributed::default_group();
-  if (!overlap_enabled() || world->size() == 1 ||
-      dynamic_cast<distributed::GlooGroup*>(world.get()) == nullptr || !gradient.is_global()) {
-    return false;
+  if (world->size() == 1 || !gradient.is_global()) return false;
+  if (!overlap_enabled() || dynamic_cast<distributed::GlooGroup*>(world.get()) == nullptr) {
+    return add_to_bucket(leaf, gradient);
   }
   const Placement placement = leaf->global->placement;
   const NdSbp sbp = leaf->global->sbp;
@@ -129,12 +222,22 @@ bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tenso
     Tensor value = gradient.placement() == placement && gradient.nd_sbp() == sbp
                        ? gradient
                        : global::box(gradient, placement, sbp);
-    leaf->grad = leaf->grad ? add(Tensor(leaf->grad), value).impl_ptr() : value.impl_ptr();
+    accumulate_into(*leaf, value);
   });
   return true;
 }
 
-void global_finish_backward() {
+void global_finish_backward(bool failed) {
+  // After a failure the ranks may not agree on what was filed, so nothing is
+  // reduced: those gradients are dropped with the error.
+  std::vector<Bucket> buckets = std::move(open_buckets);
+  open_buckets.clear();
+  if (!failed) {
+    NoGradGuard no_grad;
+    for (Bucket& bucket : buckets) {
+      if (!bucket.leaves.empty()) reduce_bucket(bucket);
+    }
+  }
   auto world = distributed::default_group();
   if (!overlap_enabled() || world->size() == 1) return;
   reducer().wait();

@@ -7,6 +7,7 @@
 
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/index.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/softmax.h"
@@ -27,9 +28,28 @@ Shape class_shape(int64_t ndim, int64_t classes) {
   return shape;
 }
 
+// total / divisor for a "mean" reduction. A global divisor (partial over the
+// ranks' samples) is made whole first: one scalar all-reduce, after which the
+// division keeps the total partial, so neither the loss nor its gradient
+// moves any sample between ranks.
+Tensor mean_of_sum(const Tensor& total, const Tensor& divisor) {
+  if (!divisor.is_global()) return div(total, divisor);
+  const Placement& placement = divisor.placement();
+  return div(total, divisor.to_global(placement, NdSbp::broadcast(placement.ndim())));
+}
+
+// `local`, which every rank builds alike, as a broadcast tensor on `like`'s
+// placement when `like` is global (no communication needed); else as is.
+Tensor broadcast_like(const Tensor& local, const Tensor& like) {
+  if (!like.is_global()) return local;
+  const Placement& placement = like.placement();
+  return make_global(like.local_shard().defined() ? local : Tensor(), local.shape(),
+                     local.dtype(), placement, NdSbp::broadcast(placement.ndim()));
+}
+
 // Bool [N, C, d1...]: true at each sample's target class.
 Tensor one_hot_mask(const Tensor& target, int64_t ndim, int64_t classes) {
-  Tensor ids = arange(classes).reshape(class_shape(ndim, classes));
+  Tensor ids = broadcast_like(arange(classes).reshape(class_shape(ndim, classes)), target);
   return eq(target.unsqueeze(1), ids);
 }
 
@@ -220,11 +240,24 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                 "[cross_entropy] label_smoothing must be in [0, 1], got ", label_smoothing);
   std::vector<Tensor> inputs{input, labels};
   if (weight.defined()) inputs.push_back(weight);
+  // A global mean is the summed loss over the summed sample weights: both sums
+  // stay with the ranks' own samples, so no rank gathers the batch.
+  const bool split_mean = input.is_global() && reduction == "mean";
   Tensor loss = call1(cross_entropy_op, inputs,
                       {{"ignore_index", ignore_index},
-                       {"reduction", reduction},
+                       {"reduction", split_mean ? std::string("sum") : reduction},
                        {"label_smoothing", label_smoothing},
                        {"has_weight", weight.defined()}});
+  if (split_mean) {
+    const Tensor valid = ne(labels, ignore_index);
+    Tensor sample_weight = cast(valid, input.dtype());
+    if (weight.defined()) {
+      const Tensor safe_labels = where(valid, labels, zeros_like(labels));
+      const Tensor picked = embedding(weight.reshape({weight.numel(), 1}), safe_labels);
+      sample_weight = mul(sample_weight, picked.squeeze(-1));
+    }
+    return mean_of_sum(loss, sum(sample_weight));
+  }
   return unbatched && reduction == "none" ? loss.squeeze(0) : loss;
 }
 
@@ -257,7 +290,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   Tensor losses = where(valid, neg(mul(picked, sample_weight)), zeros_like(picked));
   if (reduction == "none") return unbatched ? losses.squeeze(0) : losses;
   if (reduction == "sum") return sum(losses);
-  return div(sum(losses), sum(sample_weight));
+  return mean_of_sum(sum(losses), sum(sample_weight));
 }
 
 Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {

@@ -93,12 +93,15 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
                                 const Attrs& attrs);
 // Gradient accumulation into a global leaf (defined by the global layer):
 // boxes `gradient` to the leaf's layout and adds it to leaf->grad, possibly
-// on a communication thread so that backward goes on computing meanwhile.
-// Returns false when the caller should accumulate it itself.
+// later (partial sums wait in buckets so that one all-reduce serves several
+// leaves) or on a communication thread. Returns false when the caller should
+// accumulate it itself.
 bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient);
-// Waits until every accumulation handed over above is done; rethrows the
-// first error. The backward engine calls it before returning.
-void global_finish_backward();
+// Finishes every accumulation handed over above (reduces the open buckets,
+// waits for the communication thread); rethrows the first error. The
+// backward engine calls it before returning; with `failed` (backward threw)
+// the buckets are dropped instead of reduced, since ranks may not agree on them.
+void global_finish_backward(bool failed = false);
 // dst.copy_(src) for a global dst (defined by the global layer).
 void global_copy_(const Tensor& dst, const Tensor& src);
 

@@ -264,6 +264,47 @@ void run_autograd(int n) {
   check_close(mine.grad(), x_ref.grad().narrow(0, rows.start, rows.size), 1e-9, "local input grad");
   check_global(w.grad(), w_ref.grad(), "weight grad through to_local", 1e-9);
 
+  // Mean losses over split samples: the sums stay with each rank's samples
+  // and only the divisor is made whole, so the gradient stays split. Class
+  // weights, an ignored class and label smoothing change the divisor.
+  const Tensor logits_whole = tessera::testing::uniform({9, 4}, -2, 2, 4, DType::f64);
+  const Tensor target_whole = Tensor::from_vector<int64_t>({0, 3, 1, 2, 3, 1, 0, 2, 3}, {9});
+  const Tensor class_weight = Tensor::from_vector<double>({0.5, 2.0, 1.0, 1.5}, {4});
+  for (const bool weighted : {false, true}) {
+    for (const double smoothing : {0.0, 0.1}) {
+      const std::string what = str_cat("cross_entropy mean (weighted ", weighted, ", smoothing ",
+                                       smoothing, ")");
+      Tensor ref_logits = logits_whole.clone().set_requires_grad();
+      Tensor ref = cross_entropy(ref_logits, target_whole, weighted ? class_weight : Tensor(), 1,
+                                 "mean", smoothing);
+      ref.backward();
+      Tensor logits = make_source(logits_whole, all, Sbp::split(0)).detach().set_requires_grad();
+      Tensor target = make_source(target_whole, all, Sbp::split(0));
+      Tensor weight = weighted ? make_source(class_weight, all, Sbp::broadcast()) : Tensor();
+      Tensor loss = cross_entropy(logits, target, weight, 1, "mean", smoothing);
+      // Partial: each rank's samples summed where they are, none gathered.
+      CHECK_WORKER(loss.nd_sbp() == NdSbp(Sbp::partial_sum()), what, " loss layout ",
+                   nd_sbp_str(loss.nd_sbp()));
+      check_global(loss, ref, what, 1e-12);
+      loss.backward();
+      CHECK_WORKER(logits.grad().nd_sbp() == NdSbp(Sbp::split(0)), what, " grad layout ",
+                   nd_sbp_str(logits.grad().nd_sbp()));
+      check_global(logits.grad(), ref_logits.grad(), what + " grad", 1e-12);
+    }
+  }
+  {
+    Tensor ref_input = log_softmax(logits_whole, 1).detach().set_requires_grad();
+    Tensor ref = nll_loss(ref_input, target_whole, class_weight, 1, "mean");
+    ref.backward();
+    Tensor input =
+        make_source(ref_input.detach(), all, Sbp::split(0)).detach().set_requires_grad();
+    Tensor loss = nll_loss(input, make_source(target_whole, all, Sbp::split(0)),
+                           make_source(class_weight, all, Sbp::broadcast()), 1, "mean");
+    check_global(loss, ref, "nll_loss mean", 1e-12);
+    loss.backward();
+    check_global(input.grad(), ref_input.grad(), "nll_loss mean grad", 1e-12);
+  }
+
   // Broadcast from local: the first rank's data wins.
   Tensor rank_value = full({2}, static_cast<double>(g_rank + 1), DType::f64);
   Tensor b = rank_value.to_global(all, Sbp::broadcast());
