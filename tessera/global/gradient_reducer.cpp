@@ -129,10 +129,12 @@ struct Bucket {
 // DDP's default bucket size: large enough that a bucket's all-reduce runs
 // at full bandwidth, small enough that the concatenated copy stays modest.
 constexpr size_t kBucketBytes = size_t{25} << 20;
+constexpr size_t kFirstBucketBytes = size_t{1} << 20;
 
 // Buckets of the backward pass running on this thread, in the order they
-// were opened (the same on every rank).
+// were opened (the same on every rank), and how many it has flushed.
 thread_local std::vector<Bucket> open_buckets;
+thread_local int flushed_buckets = 0;
 
 // The mesh axes whose partial sums must be all-reduced to turn `gradient`'s
 // layout into the leaf's; nullopt when the conversion is anything else
@@ -167,11 +169,24 @@ void reduce_bucket(Bucket& bucket) {
     accumulate_into(leaf, make_global(piece, leaf.shape, leaf.dtype, leaf.global->placement,
                                       leaf.global->sbp));
   }
-  bucket = Bucket{bucket.placement, bucket.dtype, bucket.axes, {}, {}, 0};
+}
+
+// Reduces the bucket's gradients (on the communication thread when
+// `threaded`) and leaves it empty for the next ones.
+void flush(Bucket& bucket, bool threaded) {
+  Bucket full = std::move(bucket);
+  bucket = Bucket{full.placement, full.dtype, full.axes, {}, {}, 0};
+  ++flushed_buckets;
+  if (threaded) {
+    reducer().submit([full]() mutable { reduce_bucket(full); });
+  } else {
+    reduce_bucket(full);
+  }
 }
 
 // Files a partial gradient for its bucket; false when it does not qualify.
-bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
+bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient,
+                   bool threaded) {
   const Placement& placement = leaf->global->placement;
   if (!gradient.is_global() || gradient.placement() != placement ||
       gradient.dtype() != leaf->dtype || !placement.contains(global::world_rank())) {
@@ -193,7 +208,10 @@ bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradie
   bucket->leaves.push_back(leaf);
   bucket->shards.push_back(shard);
   bucket->bytes += static_cast<size_t>(shard.numel()) * dtype_size(shard.dtype());
-  if (bucket->bytes >= kBucketBytes) reduce_bucket(*bucket);
+  // As DDP: a small first bucket starts communication early in backward.
+  if (bucket->bytes >= (flushed_buckets == 0 ? kFirstBucketBytes : kBucketBytes)) {
+    flush(*bucket, threaded);
+  }
   return true;
 }
 
@@ -202,13 +220,12 @@ bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradie
 bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
   auto world = distributed::default_group();
   if (world->size() == 1 || !gradient.is_global()) return false;
-  if (!overlap_enabled() || dynamic_cast<distributed::GlooGroup*>(world.get()) == nullptr) {
-    return add_to_bucket(leaf, gradient);
-  }
+  const bool threaded =
+      overlap_enabled() && dynamic_cast<distributed::GlooGroup*>(world.get()) != nullptr;
   const Placement placement = leaf->global->placement;
   const NdSbp sbp = leaf->global->sbp;
   const int index = placement.index_of(global::world_rank());
-  if (index >= 0) {
+  if (threaded && index >= 0) {
     // The thread's groups are made here, on the main thread, in the same
     // order on every rank: making them is itself a collective.
     global::use_gradient_groups(true);
@@ -218,6 +235,10 @@ bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tenso
     global::group_of(placement.ranks());
     global::use_gradient_groups(false);
   }
+  if (add_to_bucket(leaf, gradient, threaded)) return true;
+  if (!threaded) return false;
+  // With the thread on, every gradient of a global leaf goes through it, so
+  // no two threads ever add to one leaf's gradient.
   reducer().submit([leaf, gradient, placement, sbp] {
     Tensor value = gradient.placement() == placement && gradient.nd_sbp() == sbp
                        ? gradient
@@ -228,19 +249,22 @@ bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tenso
 }
 
 void global_finish_backward(bool failed) {
+  auto world = distributed::default_group();
+  const bool threaded =
+      overlap_enabled() && dynamic_cast<distributed::GlooGroup*>(world.get()) != nullptr;
   // After a failure the ranks may not agree on what was filed, so nothing is
   // reduced: those gradients are dropped with the error.
   std::vector<Bucket> buckets = std::move(open_buckets);
   open_buckets.clear();
+  flushed_buckets = 0;
   if (!failed) {
     NoGradGuard no_grad;
     for (Bucket& bucket : buckets) {
-      if (!bucket.leaves.empty()) reduce_bucket(bucket);
+      if (!bucket.leaves.empty()) flush(bucket, threaded);
     }
   }
-  auto world = distributed::default_group();
-  if (!overlap_enabled() || world->size() == 1) return;
-  reducer().wait();
+  flushed_buckets = 0;
+  if (threaded) reducer().wait();
 }
 
 }  // namespace tessera

@@ -126,8 +126,7 @@ const OpDef& sigmoid_op = register_op(unary_def(
 const OpDef& relu_op = register_op(unary_def(
     "relu",
     [](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      return std::vector<Tensor>{mul(c.grad_output(0), cast(gt(x, 0), x.dtype()))};
+      return std::vector<Tensor>{relu_backward(c.grad_output(0), c.input(0))};
     },
     true, false, monotone_sbp()));
 
@@ -311,6 +310,18 @@ const OpDef& mul_op = register_op(binary_def(
     },
     true, {{{kPs, kB}, {kPs}}, {{kB, kPs}, {kPs}}}));
 
+// grad where ReLU's input is positive, else 0, in one pass (torch's
+// threshold_backward).
+// Linear in grad, so a partial grad gives a partial result.
+const OpDef& relu_backward_op = register_op(binary_def(
+    "relu_backward",
+    [](const GradContext& c) {
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) grads[0] = relu_backward(c.grad_output(0), c.input(1));
+      return grads;
+    },
+    true, {{{kPs, kB}, {kPs}}}));
+
 const OpDef& div_op = register_op(binary_def(
     "div",
     [](const GradContext& c) {
@@ -403,6 +414,14 @@ Tensor maximum(const Tensor& a, Scalar b) { return maximum(a, scalar_like(a, b))
 Tensor minimum(const Tensor& a, Scalar b) { return minimum(a, scalar_like(a, b)); }
 Tensor sub(Scalar a, const Tensor& b) { return sub(scalar_like(b, a), b); }
 Tensor div(Scalar a, const Tensor& b) { return div(scalar_like(b, a), b); }
+
+Tensor relu_backward(const Tensor& grad, const Tensor& input) {
+  TESSERA_CHECK(grad.dtype() == input.dtype() && grad.shape() == input.shape(),
+                "[relu_backward] grad ", dtype_name(grad.dtype()), shape_str(grad.shape()),
+                " and input ", dtype_name(input.dtype()), shape_str(input.shape()),
+                " must have the same dtype and shape");
+  return call1(relu_backward_op, {grad, input});
+}
 
 // ---------------------------------------------------------------------------
 // Comparisons and logic: bool outputs, no gradient.

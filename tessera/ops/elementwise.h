@@ -20,6 +20,9 @@ Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
+// ReLU's backward: grad where `input` is positive, else 0. `input` may be
+// ReLU's input or its output: both are positive at the same places.
+Tensor relu_backward(const Tensor& grad, const Tensor& input);
 Tensor erf(const Tensor& x);
 // approximate = "none" (erf form) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");

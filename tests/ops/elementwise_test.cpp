@@ -72,6 +72,16 @@ TEST(Unary, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST(Unary, ReluBackwardIsOnePassAndDifferentiable) {
+  Tensor x = make({-1.5, -0.3, 0.2, 0.7, 1.1, 2.5}, {2, 3}).set_requires_grad();  // off the kink
+  EXPECT_TRUE(gradgradcheck([](const std::vector<Tensor>& in) { return relu(in[0]); }, {x}));
+  Tensor g = make({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_TRUE(all_close(relu_backward(g, x.detach()), {0, 0, 3, 4, 5, 6}));
+  EXPECT_TRUE(all_close(relu_backward(g, relu(x.detach())), {0, 0, 3, 4, 5, 6}));
+  EXPECT_HAS(error_of([&] { relu_backward(g, make({1, 2}, {2})); }),
+             "[relu_backward] grad f64[2, 3] and input f64[2]");
+}
+
 TEST(Unary, SecondOrderGradients) {
   for (const UnaryCase& c : kUnary) {
     if (std::string(c.name) == "relu" || std::string(c.name) == "abs") continue;
@@ -314,6 +324,9 @@ BINARY_SBP("add");
 BINARY_SBP("sub");
 BINARY_SBP("mul");
 BINARY_SBP("div");
+TESSERA_SBP_CASE("relu_backward", [] {
+  return std::vector<Tensor>{uniform({5, 7}, -2, 2, 1), uniform({5, 7}, -2, 2, 2)};
+});
 BINARY_SBP("pow");
 BINARY_SBP("maximum");
 BINARY_SBP("minimum");

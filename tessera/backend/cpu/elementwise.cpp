@@ -277,6 +277,10 @@ struct Add { template <typename T> T operator()(T a, T b) const { return static_
 struct Sub { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a - b); } };
 struct Mul { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a * b); } };
 struct Div { template <typename T> T operator()(T a, T b) const { return a / b; } };
+// (grad, relu input) -> grad where the input is positive.
+struct ReluGrad {
+  template <typename T> T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
+};
 struct Pow {
   template <typename T> T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -359,6 +363,7 @@ TESSERA_REGISTER_KERNEL("add", cpu, numeric_binary<Add>, NUMERIC);
 TESSERA_REGISTER_KERNEL("sub", cpu, numeric_binary<Sub>, NUMERIC);
 TESSERA_REGISTER_KERNEL("mul", cpu, numeric_binary<Mul>, NUMERIC);
 TESSERA_REGISTER_KERNEL("div", cpu, floating_binary<Div>, FLOATS);
+TESSERA_REGISTER_KERNEL("relu_backward", cpu, numeric_binary<ReluGrad>, NUMERIC);
 TESSERA_REGISTER_KERNEL("pow", cpu, numeric_binary<Pow>, NUMERIC);
 TESSERA_REGISTER_KERNEL("maximum", cpu, numeric_binary<Maximum>, NUMERIC);
 TESSERA_REGISTER_KERNEL("minimum", cpu, numeric_binary<Minimum>, NUMERIC);
