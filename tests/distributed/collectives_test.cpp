@@ -143,6 +143,42 @@ TEST(CollectivesFailureTest, LostPeerEndsTheOtherRanksWithinTheTimeout) {
   EXPECT_LT(job.elapsed, 10s);  // the 5 s timeout plus start-up, not the 30 s deadline
 }
 
+// The same once all_reduce runs through shared memory (all ranks on this
+// machine): the survivors see the process gone, or time out, and name the rank.
+TEST(CollectivesFailureTest, LostOrStalledPeerInSharedMemoryAllReduceIsNamed) {
+  constexpr int kWorldSize = 3;
+  JobResult lost = run_job(kWorldSize, "die_later", 5, 30s);
+  EXPECT_EQ(lost.ranks[kWorldSize - 1].exit_code, 3);
+  for (int rank = 0; rank < kWorldSize - 1; ++rank) {
+    const std::string& text = lost.ranks[rank].stderr_text;
+    EXPECT_EQ(lost.ranks[rank].exit_code, 1) << text;
+    EXPECT_NE(text.find("[all_reduce] rank " + std::to_string(rank) + " of 3"), std::string::npos)
+        << text;
+    // Seen in shared memory, or on the TCP connection that still carries
+    // the layout checks, whichever comes first.
+    EXPECT_TRUE(text.find("lost rank 2") != std::string::npos ||
+                text.find("lost the connection to rank 2") != std::string::npos)
+        << text;
+  }
+  EXPECT_LT(lost.elapsed, 10s);  // seen at once, not at the 5 s timeout
+  JobResult stalled = run_job(kWorldSize, "stall_later", 1, 30s);
+  for (int rank = 0; rank < kWorldSize - 1; ++rank) {
+    const std::string& text = stalled.ranks[rank].stderr_text;
+    EXPECT_EQ(stalled.ranks[rank].exit_code, 1) << text;
+    EXPECT_NE(text.find("timed out after 1000 ms waiting for rank 2"), std::string::npos) << text;
+  }
+}
+
+// TESSERA_SHARED_MEMORY=0 keeps every collective on TCP; all still agree.
+TEST(CollectivesFailureTest, EveryCollectiveOverTcpOnly) {
+  ::setenv("TESSERA_SHARED_MEMORY", "0", 1);
+  JobResult job = run_job(3, "all", 20, 60s);
+  ::unsetenv("TESSERA_SHARED_MEMORY");
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(job.ranks[rank].exit_code, 0) << job.ranks[rank].stderr_text;
+  }
+}
+
 TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
   constexpr int kWorldSize = 3;
   // The stalled rank sleeps 2.5 s; the others must give up after their 1 s timeout.

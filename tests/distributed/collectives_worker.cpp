@@ -5,6 +5,7 @@
 //   all        every collective (default)
 //   die_early  the last rank exits before an all_reduce the others enter
 //   stall      the last rank sleeps past the timeout instead of entering it
+//   die_later, stall_later  the same after a first all_reduce
 //   mismatch_cached  rank 0 repeats an all_reduce layout it has checked while
 //              rank 1 passes a new one; both must fail naming both shapes
 //   which      prints the Group class that init_process_group chose, then a barrier
@@ -72,12 +73,12 @@ void check_all_reduce(Group& group) {
   }
 }
 
-// Large enough (200 KB) for backends that switch algorithm on size, with a
-// length no world size divides.
+// Large enough (200 KB, 5 MB) for backends that switch algorithm on size or
+// work in chunks, with lengths no world size divides.
 void check_large_all_reduce(Group& group) {
   const int n = group.size(), r = group.rank();
-  const int64_t count = 50001;
-  for (ReduceOp op : {ReduceOp::sum, ReduceOp::min}) {
+  for (const auto& [count, op] : {std::pair<int64_t, ReduceOp>{50001, ReduceOp::sum},
+                                  {50001, ReduceOp::min}, {1300001, ReduceOp::sum}}) {
     Tensor t = filled<float>({count}, [&](int64_t i) { return (i % 1000) * (r + 1); });
     group.all_reduce(t, op);
     expect_values<float>(
@@ -326,6 +327,22 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
       return 2;
     }
+    if (mode == "die_later" || mode == "stall_later") {
+      // As die_early and stall, after a first all_reduce has set up the
+      // transport (shared memory between the ranks of one machine).
+      Tensor first = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(first);
+      group->barrier();
+      if (group->rank() == group->size() - 1) {
+        if (mode == "die_later") std::_Exit(3);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        std::_Exit(0);
+      }
+      Tensor t = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(t);
+      std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
+      return 2;
+    }
     if (mode == "stall") {
       group->barrier();
       if (group->rank() == group->size() - 1) {
@@ -350,6 +367,13 @@ int main(int argc, char** argv) {
     check_all_reduce<int64_t>(*group);
     check_all_reduce<int32_t>(*group);
     check_large_all_reduce(*group);
+    if (auto* gloo = dynamic_cast<GlooGroup*>(group.get()); gloo != nullptr && group->size() > 1) {
+      // Every rank runs on this machine: shared memory unless switched off.
+      const char* setting = std::getenv("TESSERA_SHARED_MEMORY");
+      const bool expected = setting == nullptr || std::string(setting) != "0";
+      EXPECT_WORKER(gloo->all_reduce_uses_shared_memory() == expected, "shared memory ",
+                    gloo->all_reduce_uses_shared_memory(), ", expected ", expected);
+    }
     check_all_gather<float>(*group);
     check_all_gather<uint8_t>(*group);
     check_uneven(*group);

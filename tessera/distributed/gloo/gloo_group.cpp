@@ -13,9 +13,12 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -24,6 +27,7 @@
 #include "tessera/distributed/collective_checks.h"
 #include "tessera/distributed/gloo/layout_exchange.h"
 #include "tessera/distributed/gloo/ring_reduce_scatter.h"
+#include "tessera/distributed/gloo/shared_memory_reducer.h"
 
 namespace tessera::distributed {
 namespace {
@@ -274,9 +278,23 @@ std::string GlooGroup::error_of_compatible(const Check& check, size_t i) const {
 
 void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
+  // Every rank reaches its first all_reduce together (SPMD), whatever the shape.
+  if (!shared_memory_decided_) {
+    try {
+      setup_shared_memory();
+    } catch (const Error& error) {
+      TESSERA_FAIL("[all_reduce] ", where(), " failed choosing its transport: ", error.what());
+    }
+  }
   Check check{"all_reduce", layout_of(tensor), ""};
   begin_check(check);
   if (tensor.numel() == 0) return verify(check);
+  if (shared_memory_ != nullptr) {
+    run_checked(check, [&] {
+      shared_memory_->all_reduce(tensor.raw_data(), tensor.numel(), tensor.dtype(), op);
+    });
+    return;
+  }
   gloo::AllreduceOptions options(context_);
   TESSERA_DISPATCH_NUMERIC(tensor.dtype(), "all_reduce", [&] {
     options.setOutput(tensor.data<scalar_t>(), static_cast<size_t>(tensor.numel()));
@@ -441,6 +459,76 @@ Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
                         scratch_);
   });
   return result;
+}
+
+namespace {
+
+// What identifies this machine to its peers: host name and boot id (two
+// containers may share a host name; two boots of one machine never share
+// an id). Ranks that see the same text can share memory.
+std::string machine_identity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  if (FILE* file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char line[64] = {};
+    if (std::fgets(line, sizeof(line), file) != nullptr) boot = line;
+    std::fclose(file);
+  }
+  return str_cat(host, "/", boot);
+}
+
+// `text` in a zero-padded u8 tensor of `bytes` (truncated to fit, NUL kept).
+Tensor text_tensor(const std::string& text, int64_t bytes) {
+  Tensor out = Tensor::empty({bytes}, DType::u8);
+  std::memset(out.raw_data(), 0, static_cast<size_t>(bytes));
+  std::memcpy(out.raw_data(), text.data(), std::min(text.size(), static_cast<size_t>(bytes - 1)));
+  return out;
+}
+
+}  // namespace
+
+void GlooGroup::setup_shared_memory() {
+  shared_memory_decided_ = true;  // the collectives below run over TCP
+  if (size_ == 1) return;
+  const char* setting = std::getenv("TESSERA_SHARED_MEMORY");
+  const bool wanted = setting == nullptr || std::string(setting) != "0";
+  // Same machine and nobody opted out: then every rank sees the same text.
+  constexpr int64_t kIdentityBytes = 320;
+  const std::vector<Tensor> identities =
+      all_gather(text_tensor(str_cat(wanted ? "on " : "off ", machine_identity()), kIdentityBytes));
+  for (const Tensor& identity : identities) {
+    if (!wanted || std::memcmp(identity.raw_data(), identities[0].raw_data(), kIdentityBytes) != 0) {
+      return;
+    }
+  }
+  // Rank 0 makes the segment and tells the others its name ("" on failure).
+  std::unique_ptr<SharedMemoryReducer> reducer;
+  constexpr int64_t kNameBytes = 64;
+  Tensor name = text_tensor("", kNameBytes);
+  if (rank_ == 0) {
+    try {
+      const std::string fresh = SharedMemoryReducer::fresh_name();
+      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_);
+      name = text_tensor(fresh, kNameBytes);
+    } catch (const Error&) {
+      // No shared memory here (e.g. no /dev/shm): every rank stays on TCP.
+    }
+  }
+  broadcast(name, 0);
+  const std::string segment(static_cast<const char*>(name.raw_data()));
+  if (rank_ != 0 && !segment.empty()) {
+    try {
+      reducer = std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_);
+    } catch (const Error&) {
+      // Reported through the vote below; every rank stays on TCP.
+    }
+  }
+  // Used only if every rank has it mapped; then its name can go.
+  Tensor mapped = Tensor::from_vector<int32_t>({reducer != nullptr ? 1 : 0}, {1});
+  all_reduce(mapped, ReduceOp::min);
+  if (reducer != nullptr) reducer->unlink();
+  if (mapped.item<int32_t>() == 1) shared_memory_ = std::move(reducer);
 }
 
 void GlooGroup::broadcast(Tensor& tensor, int root) {

@@ -24,6 +24,7 @@ class Device;
 namespace tessera::distributed {
 
 class LayoutExchange;
+class SharedMemoryReducer;
 
 // The Gloo backend: a full mesh of TCP connections between the ranks,
 // rendezvoused through a Store. Every collective waits at most `timeout`.
@@ -40,6 +41,10 @@ class LayoutExchange;
 // when the peer raises and leaves (or at the timeout), naming the layouts
 // when they have arrived. send/recv exchange (dtype, numel) both ways with
 // every message, overlapping the transfer.
+//
+// When every rank of the group runs on one machine, all_reduce moves its
+// data through shared memory instead of TCP (see SharedMemoryReducer);
+// TESSERA_SHARED_MEMORY=0 keeps it on TCP.
 class GlooGroup : public Group {
  public:
   // Publishes this rank's address under `prefix` in `store`, waits for the
@@ -61,6 +66,10 @@ class GlooGroup : public Group {
   void recv(Tensor& tensor, int peer, int tag = 0) override;
   void barrier() override;
   std::shared_ptr<Group> split(const std::vector<int>& ranks) override;
+
+  // Whether all_reduce moves data through shared memory (decided, with the
+  // other ranks, at the first all_reduce; false before it).
+  bool all_reduce_uses_shared_memory() const { return shared_memory_ != nullptr; }
 
  private:
   // Shares the parent's TCP device; used by split().
@@ -102,6 +111,9 @@ class GlooGroup : public Group {
   // The rank whose address appears in a Gloo message, or -1.
   int peer_in_message(const std::string& message) const;
   uint32_t next_tag() { return tag_++; }
+  // Decides, with the other ranks, whether all_reduce uses shared memory
+  // and maps the segment if so. Runs at the first all_reduce (a collective).
+  void setup_shared_memory();
 
   std::shared_ptr<Store> store_;
   std::string prefix_;
@@ -116,6 +128,8 @@ class GlooGroup : public Group {
   // (op, layout) pairs every peer has confirmed; see the class comment.
   std::set<std::pair<std::string, std::vector<int64_t>>> checked_layouts_;
   std::vector<uint8_t> scratch_;  // reduce_scatter's ring buffers, kept between calls
+  bool shared_memory_decided_ = false;
+  std::unique_ptr<SharedMemoryReducer> shared_memory_;  // null: all_reduce over TCP
 };
 
 }  // namespace tessera::distributed
