@@ -27,6 +27,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -44,6 +45,8 @@ constexpr int kMaxLocalRanks = 1024;
 constexpr int kMaxNodes = 1 << 20;
 // Time the other ranks get between SIGTERM and SIGKILL once one has failed.
 constexpr auto kGracePeriod = std::chrono::seconds(2);
+// Ranks failing this close after the first failure are reported with it.
+constexpr auto kFailureWindow = std::chrono::milliseconds(100);
 // A line longer than this is forwarded in pieces rather than buffered whole.
 constexpr size_t kMaxLineBytes = 64 * 1024;
 
@@ -559,6 +562,20 @@ class Launcher {
   }
 
   void reap() {
+    if (reap_pass(false)) {
+      // A rank that failed because the first one died can end before the
+      // launcher sees the first: report every rank that fails within a
+      // moment, not only the first one found.
+      std::this_thread::sleep_for(kFailureWindow);
+      reap_pass(true);
+      start_stopping(SIGTERM);
+    }
+  }
+
+  // Reaps ended ranks and reports failures: the first one (which sets the
+  // status) and, with `report_all`, any other. True when it found the first.
+  bool reap_pass(bool report_all) {
+    bool found_first = false;
     for (Rank& rank : ranks_) {
       if (!rank.running) continue;
       int status = 0;
@@ -575,13 +592,18 @@ class Launcher {
         exit_status = 128 + WTERMSIG(status);
         what = "killed by signal " + signal_name(WTERMSIG(status));
       }
-      if (exit_status == 0 || failure_status_) continue;
-      // The first failure decides the status; later ones are the others
-      // being stopped.
-      failure_status_ = exit_status;
+      if (exit_status == 0) continue;
+      if (!failure_status_) {
+        // The first failure decides the status; later ones are mostly the
+        // others being stopped.
+        failure_status_ = exit_status;
+        found_first = true;
+      } else if (!report_all && !found_first) {
+        continue;
+      }
       report("rank " + std::to_string(rank.global_rank) + " " + what);
-      start_stopping(SIGTERM);
     }
+    return found_first;
   }
 
   bool any_running() const {

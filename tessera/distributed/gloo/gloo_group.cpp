@@ -13,6 +13,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <malloc.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,6 +113,18 @@ GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
     return true;
   }();
   (void)heap_tuned;
+  // Writing to a peer that died raises SIGPIPE, whose default action ends
+  // the process without a word. Ignored, the write fails with EPIPE and the
+  // collective raises an error naming the lost rank. A handler the program
+  // installed itself is left alone.
+  static const bool pipe_ignored = [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)pipe_ignored;
   gloo::transport::tcp::attr attr;
   attr.hostname = hostname;
   try {
@@ -286,15 +299,13 @@ void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
       TESSERA_FAIL("[all_reduce] ", where(), " failed choosing its transport: ", error.what());
     }
   }
+  if (shared_memory_ != nullptr) {
+    // Checks the ranks' layouts itself, in shared memory: no TCP at all.
+    return shared_memory_->all_reduce(tensor.raw_data(), layout_of(tensor), op);
+  }
   Check check{"all_reduce", layout_of(tensor), ""};
   begin_check(check);
   if (tensor.numel() == 0) return verify(check);
-  if (shared_memory_ != nullptr) {
-    run_checked(check, [&] {
-      shared_memory_->all_reduce(tensor.raw_data(), tensor.numel(), tensor.dtype(), op);
-    });
-    return;
-  }
   gloo::AllreduceOptions options(context_);
   TESSERA_DISPATCH_NUMERIC(tensor.dtype(), "all_reduce", [&] {
     options.setOutput(tensor.data<scalar_t>(), static_cast<size_t>(tensor.numel()));
@@ -509,7 +520,8 @@ void GlooGroup::setup_shared_memory() {
   if (rank_ == 0) {
     try {
       const std::string fresh = SharedMemoryReducer::fresh_name();
-      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_);
+      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_,
+                                                      where());
       name = text_tensor(fresh, kNameBytes);
     } catch (const Error&) {
       // No shared memory here (e.g. no /dev/shm): every rank stays on TCP.
@@ -519,7 +531,8 @@ void GlooGroup::setup_shared_memory() {
   const std::string segment(static_cast<const char*>(name.raw_data()));
   if (rank_ != 0 && !segment.empty()) {
     try {
-      reducer = std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_);
+      reducer = std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_,
+                                                      where());
     } catch (const Error&) {
       // Reported through the vote below; every rank stays on TCP.
     }

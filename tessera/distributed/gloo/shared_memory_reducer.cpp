@@ -22,11 +22,15 @@ namespace tessera::distributed {
 namespace {
 
 constexpr uint32_t kMagic = 0x54534d52;  // "TSMR"
-constexpr size_t kLine = 64;             // one cache line per rank's control words
+constexpr size_t kLine = 64;
+// Per rank: epoch and process id (line 0, the futex word alone in it with
+// little else), the call's reduce op and layout (lines 1-2).
+constexpr size_t kControlBytes = 4 * kLine;
+constexpr size_t kLayoutOffset = kLine;
 constexpr size_t kPage = 4096;
 
 size_t data_offset(int size) {
-  const size_t control = kLine * (static_cast<size_t>(size) + 1);
+  const size_t control = kLine + kControlBytes * static_cast<size_t>(size);
   return (control + kPage - 1) / kPage * kPage;
 }
 
@@ -47,10 +51,12 @@ void futex_wake_all(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_M
 
 std::string errno_text(int code) { return std::strerror(code); }
 
-// dtype and op of one call in one word, for comparing ranks' calls.
-uint32_t kind_of(DType dtype, ReduceOp op) {
-  return static_cast<uint32_t>(dtype) | static_cast<uint32_t>(op) << 8;
+// memcpy that accepts empty ranges of empty tensors (whose data may be null).
+void copy_bytes(uint8_t* to, const uint8_t* from, size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
 }
+
+
 
 }  // namespace
 
@@ -60,8 +66,13 @@ std::string SharedMemoryReducer::fresh_name() {
 }
 
 SharedMemoryReducer::SharedMemoryReducer(std::string name, bool create, int rank, int size,
-                                         std::chrono::milliseconds timeout)
-    : name_(std::move(name)), owner_(create), rank_(rank), size_(size), timeout_(timeout) {
+                                         std::chrono::milliseconds timeout, std::string where)
+    : name_(std::move(name)),
+      owner_(create),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      where_(std::move(where)) {
   bytes_ = segment_bytes(size_);
   const int fd = create ? shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)
                         : shm_open(name_.c_str(), O_RDWR, 0);
@@ -123,20 +134,24 @@ void SharedMemoryReducer::unlink() {
   owner_ = false;
 }
 
+uint8_t* SharedMemoryReducer::control(int rank) const {
+  return base_ + kLine + kControlBytes * static_cast<size_t>(rank);
+}
+
 uint32_t* SharedMemoryReducer::epoch_word(int rank) const {
-  return reinterpret_cast<uint32_t*>(base_ + kLine * (static_cast<size_t>(rank) + 1));
+  return reinterpret_cast<uint32_t*>(control(rank));
 }
 
 int32_t* SharedMemoryReducer::pid_word(int rank) const {
-  return reinterpret_cast<int32_t*>(base_ + kLine * (static_cast<size_t>(rank) + 1) + 4);
+  return reinterpret_cast<int32_t*>(control(rank) + 4);
 }
 
-int64_t* SharedMemoryReducer::count_word(int rank) const {
-  return reinterpret_cast<int64_t*>(base_ + kLine * (static_cast<size_t>(rank) + 1) + 8);
+uint32_t* SharedMemoryReducer::op_word(int rank) const {
+  return reinterpret_cast<uint32_t*>(control(rank) + 8);
 }
 
-uint32_t* SharedMemoryReducer::kind_word(int rank) const {
-  return reinterpret_cast<uint32_t*>(base_ + kLine * (static_cast<size_t>(rank) + 1) + 16);
+int64_t* SharedMemoryReducer::layout_words(int rank) const {
+  return reinterpret_cast<int64_t*>(control(rank) + kLayoutOffset);
 }
 
 void SharedMemoryReducer::wait_for(int peer, uint32_t target) {
@@ -154,13 +169,13 @@ void SharedMemoryReducer::wait_for(int peer, uint32_t target) {
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       broken_ = true;
-      TESSERA_FAIL("timed out after ", timeout_.count(), " ms waiting for rank ", peer,
-                   " in the shared-memory all-reduce");
+      TESSERA_FAIL("[all_reduce] ", where_, " timed out after ", timeout_.count(),
+                   " ms waiting for rank ", peer, " in the shared-memory all-reduce");
     }
     const int32_t pid = std::atomic_ref<int32_t>(*pid_word(peer)).load(std::memory_order_acquire);
     if (attempt % 64 == 0 && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
       broken_ = true;
-      TESSERA_FAIL("lost rank ", peer, ": its process ", pid,
+      TESSERA_FAIL("[all_reduce] ", where_, " lost rank ", peer, ": its process ", pid,
                    " exited during the shared-memory all-reduce");
     }
     futex_wait(word, seen, std::chrono::microseconds(2000));
@@ -177,54 +192,67 @@ void SharedMemoryReducer::barrier() {
   }
 }
 
-void SharedMemoryReducer::check_agreement(int64_t count, DType dtype, ReduceOp op) {
+void SharedMemoryReducer::check_agreement(const Layout& mine, ReduceOp op) {
   for (int peer = 0; peer < size_; ++peer) {
-    const int64_t their_count = *count_word(peer);
-    const uint32_t their_kind = *kind_word(peer);
-    if (their_count == count && their_kind == kind_of(dtype, op)) continue;
-    broken_ = true;
-    TESSERA_FAIL("rank ", peer, " reduces ", their_count, " values of ",
-                 dtype_name(static_cast<DType>(their_kind & 0xff)), " by ",
-                 reduce_op_name(static_cast<ReduceOp>(their_kind >> 8)), " but rank ", rank_,
-                 " reduces ", count, " values of ", dtype_name(dtype), " by ", reduce_op_name(op),
-                 "; every rank must pass the same shape, dtype and op");
+    if (peer == rank_) continue;
+    check_compatible("all_reduce", mine, rank_, Layout::decode(layout_words(peer)), peer, true,
+                     where_);
+    const auto their_op = static_cast<ReduceOp>(*op_word(peer));
+    TESSERA_CHECK(their_op == op, "[all_reduce] ", where_, " reduces by ", reduce_op_name(op),
+                  " but rank ", peer, " by ", reduce_op_name(their_op),
+                  "; every rank must pass the same op");
   }
 }
 
-void SharedMemoryReducer::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) {
-  TESSERA_CHECK(!broken_, "an earlier shared-memory all-reduce failed; the group is unusable");
+void SharedMemoryReducer::all_reduce(void* data, const Layout& layout, ReduceOp op) {
+  TESSERA_CHECK(!broken_, "[all_reduce] ", where_,
+                ": an earlier shared-memory all-reduce failed; the group is unusable");
   // Posted before the first barrier and compared after it: ranks that
-  // disagree all stop there, before any value is mixed.
-  *count_word(rank_) = count;
-  *kind_word(rank_) = kind_of(dtype, op);
+  // disagree all stop there, before any value is mixed, and stay in step.
+  const std::vector<int64_t> record = layout.encode();
+  std::memcpy(layout_words(rank_), record.data(), record.size() * sizeof(int64_t));
+  *op_word(rank_) = static_cast<uint32_t>(op);
+  const DType dtype = static_cast<DType>(layout.dtype);
+  const int64_t count = layout.numel;
   const size_t item = dtype_size(dtype);
   const int64_t per_round = static_cast<int64_t>(kSlotBytes / item);
   auto* values = static_cast<uint8_t*>(data);
-  for (int64_t offset = 0; offset < count; offset += per_round) {
+  // An empty tensor still takes one round, for the agreement check.
+  for (int64_t offset = 0; offset == 0 || offset < count; offset += per_round) {
     const int64_t n = std::min(per_round, count - offset);
     uint8_t* set = data_ + (rounds_++ % 2) * (static_cast<size_t>(size_) + 1) * kSlotBytes;
     uint8_t* result = set + static_cast<size_t>(size_) * kSlotBytes;
-    std::memcpy(set + static_cast<size_t>(rank_) * kSlotBytes, values + offset * item,
-                static_cast<size_t>(n) * item);
-    barrier();
-    if (offset == 0) check_agreement(count, dtype, op);
+    uint8_t* chunk = values + offset * item;
     // Rank r reduces slice r (the first n % size slices one value longer).
     const int64_t base = n / size_, extra = n % size_;
-    const int64_t length = base + (rank_ < extra ? 1 : 0);
-    if (length > 0) {
-      const size_t start = static_cast<size_t>(rank_ * base + std::min<int64_t>(rank_, extra)) * item;
-      uint8_t* out = result + start;
+    auto slice_start = [&](int r) {
+      return static_cast<size_t>(r * base + std::min<int64_t>(r, extra)) * item;
+    };
+    const size_t mine_start = slice_start(rank_), mine_end = slice_start(rank_ + 1);
+    // The peers read only the slices they reduce; this rank reads its own
+    // slice from its own memory.
+    uint8_t* slot = set + static_cast<size_t>(rank_) * kSlotBytes;
+    copy_bytes(slot, chunk, mine_start);
+    copy_bytes(slot + mine_end, chunk + mine_end, static_cast<size_t>(n) * item - mine_end);
+    barrier();
+    if (offset == 0) check_agreement(layout, op);
+    if (mine_end > mine_start) {
+      const size_t length = (mine_end - mine_start) / item;
+      auto source = [&](int r) -> const uint8_t* {
+        return (r == rank_ ? chunk : set + static_cast<size_t>(r) * kSlotBytes) + mine_start;
+      };
+      uint8_t* out = result + mine_start;
       TESSERA_DISPATCH_NUMERIC(dtype, "all_reduce", [&] {
-        reduce_values<scalar_t>(op, out, set + start, set + kSlotBytes + start,
-                                static_cast<size_t>(length));
+        reduce_values<scalar_t>(op, out, source(0), source(1), length);
         for (int peer = 2; peer < size_; ++peer) {
-          reduce_values<scalar_t>(op, out, out, set + static_cast<size_t>(peer) * kSlotBytes + start,
-                                  static_cast<size_t>(length));
+          reduce_values<scalar_t>(op, out, out, source(peer), length);
         }
       });
+      copy_bytes(chunk + mine_start, out, mine_end - mine_start);
     }
     barrier();
-    std::memcpy(values + offset * item, result, static_cast<size_t>(n) * item);
+    copy_bytes(chunk, result, mine_start);
+    copy_bytes(chunk + mine_end, result + mine_end, static_cast<size_t>(n) * item - mine_end);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "tessera/core/dtype.h"
+#include "tessera/distributed/collective_checks.h"
 #include "tessera/distributed/group.h"
 
 namespace tessera::distributed {
@@ -27,9 +28,10 @@ namespace tessera::distributed {
 class SharedMemoryReducer {
  public:
   // Rank 0 creates the segment `name` (create = true); the others open it
-  // after that. Throws tessera::Error when it cannot be made or mapped.
+  // after that. `where` ("rank r of n") starts messages. Throws
+  // tessera::Error when the segment cannot be made or mapped.
   SharedMemoryReducer(std::string name, bool create, int rank, int size,
-                      std::chrono::milliseconds timeout);
+                      std::chrono::milliseconds timeout, std::string where);
   ~SharedMemoryReducer();
   SharedMemoryReducer(const SharedMemoryReducer&) = delete;
   SharedMemoryReducer& operator=(const SharedMemoryReducer&) = delete;
@@ -37,10 +39,11 @@ class SharedMemoryReducer {
   // Removes the segment's name once every rank has it mapped, so nothing is
   // left behind even if a rank dies later; the mappings stay valid.
   void unlink();
-  // Reduces `count` values of `dtype` at `data` in place across the ranks.
-  // Throws tessera::Error naming the rank that died or did not arrive within
-  // the timeout; the reducer is unusable after that.
-  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op);
+  // Reduces the tensor data at `data` (laid out as `layout`) in place across
+  // the ranks. Ranks whose layouts or ops differ all raise, naming both, and
+  // the reducer stays usable. A rank that dies or does not arrive within the
+  // timeout raises naming that rank; the reducer is unusable after that.
+  void all_reduce(void* data, const Layout& layout, ReduceOp op);
 
   // A segment name no other live process uses ("/tessera-<pid>-<n>").
   static std::string fresh_name();
@@ -52,19 +55,21 @@ class SharedMemoryReducer {
   void barrier();
   // Waits until rank `peer`'s epoch reaches `target`.
   void wait_for(int peer, uint32_t target);
-  // Throws unless every rank posted the same call (count, dtype, op).
-  void check_agreement(int64_t count, DType dtype, ReduceOp op);
-  // Each rank's control line: barrier epoch, process id, and its call.
+  // Throws unless every rank posted the same layout and op.
+  void check_agreement(const Layout& mine, ReduceOp op);
+  // Each rank's control block: barrier epoch, process id, and its call.
+  uint8_t* control(int rank) const;
   uint32_t* epoch_word(int rank) const;
   int32_t* pid_word(int rank) const;
-  int64_t* count_word(int rank) const;
-  uint32_t* kind_word(int rank) const;
+  uint32_t* op_word(int rank) const;
+  int64_t* layout_words(int rank) const;
 
   std::string name_;
   bool owner_;
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  std::string where_;
   size_t bytes_ = 0;
   uint8_t* base_ = nullptr;
   uint8_t* data_ = nullptr;
