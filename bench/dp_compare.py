@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Data-parallel MLP step time, Tessera (broadcast parameters, split batch)
-next to PyTorch DDP (gloo), in one run: alternating fresh jobs of each under
-tessera-run, medians over jobs. Prints each framework's median step and the
-ratio PyTorch time / Tessera time (above 1 means Tessera is faster).
+next to PyTorch DDP (gloo), in one run: alternating fresh jobs of each,
+medians over jobs. Tessera runs on each transport it has on one machine:
+  gloo+shm  tessera-run, Gloo groups with shared-memory all_reduce (default)
+  gloo-tcp  tessera-run with TESSERA_SHARED_MEMORY=0 (Gloo over TCP only)
+  mpi       mpirun, the MPI backend (when mpirun is installed)
+Prints each median step and the ratio PyTorch time / Tessera time (above 1
+means Tessera is faster).
 
-Usage: python3 bench/dp_compare.py [--jobs 3] [--ranks 2] [--steps 30] [--build-dir build]
+Usage: python3 bench/dp_compare.py [--jobs 5] [--ranks 2] [--steps 30] [--build-dir build]
 """
 import argparse
 import json
 import os
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,10 +36,11 @@ def run(command):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--mpirun-args", default="--oversubscribe --bind-to none --mca btl self,vader")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"],
@@ -41,16 +48,33 @@ def main():
     subprocess.run(["cmake", "--build", build, "-j", "2", "--target", "dp_bench", "tessera-run"],
                    check=True, stdout=subprocess.DEVNULL)
     launcher = [os.path.join(build, "tools", "tessera-run"), "-n", str(args.ranks)]
-    steps = ["--steps", str(args.steps)]
-    times = {"tessera": [], "pytorch": []}
+    bench = [os.path.join(build, "bench", "dp_bench"), "--steps", str(args.steps)]
+    commands = {
+        "pytorch": launcher + [TORCH_PYTHON, os.path.join(ROOT, "bench", "dp_torch.py"),
+                               "--steps", str(args.steps)],
+        "gloo+shm": launcher + bench,
+        "gloo-tcp": ["env", "TESSERA_SHARED_MEMORY=0"] + launcher + bench,
+    }
+    if shutil.which("mpirun") is not None:
+        mpirun = ["mpirun"] + shlex.split(args.mpirun_args)
+        if os.geteuid() == 0:
+            mpirun.append("--allow-run-as-root")
+        commands["mpi"] = ["env", "TESSERA_BACKEND=mpi"] + mpirun + ["-n", str(args.ranks)] + bench
+    else:
+        print("mpirun not found (Debian: openmpi-bin); skipping the MPI backend")
+    times = {name: [] for name in commands}
     for _ in range(args.jobs):
-        times["tessera"].append(run(launcher + [os.path.join(build, "bench", "dp_bench")] + steps)["step_ms"])
-        times["pytorch"].append(run(launcher + [TORCH_PYTHON, os.path.join(ROOT, "bench", "dp_torch.py")] + steps)["step_ms"])
-    tessera, pytorch = statistics.median(times["tessera"]), statistics.median(times["pytorch"])
+        for name, command in commands.items():
+            times[name].append(run(command)["step_ms"])
+    pytorch = statistics.median(times["pytorch"])
     print(f"data-parallel MLP 784-1024-1024-10, batch 256 over {args.ranks} ranks, SGD momentum")
-    print(f"  tessera {tessera:.2f} ms/step   pytorch DDP {pytorch:.2f} ms/step   "
-          f"ratio (pytorch / tessera) {pytorch / tessera:.2f}x")
-    print(f"  jobs: tessera {times['tessera']}  pytorch {times['pytorch']}")
+    print(f"  pytorch DDP (gloo) {pytorch:.2f} ms/step   jobs {[round(t, 2) for t in times['pytorch']]}")
+    for name in commands:
+        if name == "pytorch":
+            continue
+        tessera = statistics.median(times[name])
+        print(f"  tessera {name:9s} {tessera:.2f} ms/step   ratio (pytorch / tessera) "
+              f"{pytorch / tessera:.2f}x   jobs {[round(t, 2) for t in times[name]]}")
 
 
 if __name__ == "__main__":
