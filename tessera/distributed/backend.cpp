@@ -1,7 +1,5 @@
 #include "tessera/distributed/backend.h"
 
-#include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -42,20 +40,6 @@ Backend backend_from_env() {
     return parse_backend(text, "TESSERA_BACKEND");
   }
   return launched_by_mpirun() && mpi_backend_built() ? Backend::mpi : Backend::gloo;
-}
-
-std::chrono::milliseconds timeout_from_env() {
-  // Environment::from_env() reads this too, but it also demands a
-  // rendezvous for several ranks, which ranks from mpirun do not need.
-  const char* text = std::getenv("TESSERA_TIMEOUT_S");
-  if (text == nullptr) return std::chrono::seconds(60);
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  TESSERA_CHECK(
-      *text != '\0' && *end == '\0' && std::isfinite(seconds) && seconds > 0 && seconds <= 1e7,
-      "[Environment] TESSERA_TIMEOUT_S='", text,
-      "' must be a positive number of seconds (at most 1e7)");
-  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 
 }  // namespace tessera::distributed

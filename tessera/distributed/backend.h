@@ -1,6 +1,5 @@
 #pragma once
 
-#include <chrono>
 #include <string>
 
 namespace tessera::distributed {
@@ -19,8 +18,5 @@ Backend backend_from_env();
 bool launched_by_mpirun();
 // True when Tessera was built with the MPI backend (TESSERA_WITH_MPI and OpenMPI found).
 bool mpi_backend_built();
-// TESSERA_TIMEOUT_S in milliseconds (default 60 s); the MPI backend reads only this,
-// since it needs no rendezvous.
-std::chrono::milliseconds timeout_from_env();
 
 }  // namespace tessera::distributed

@@ -175,16 +175,20 @@ Environment Environment::from_env() {
                   "set both");
   }
   read_rendezvous(env);
-  if (auto text = get_var("TESSERA_TIMEOUT_S")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text->c_str(), &end);
-    TESSERA_CHECK(!text->empty() && end == text->c_str() + text->size() && std::isfinite(seconds) &&
-                      seconds > 0 && seconds <= 1e7,
-                  "[Environment] TESSERA_TIMEOUT_S='", *text,
-                  "' must be a positive number of seconds (at most 1e7)");
-    env.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
-  }
+  env.timeout = timeout_from_env();
   return env;
+}
+
+std::chrono::milliseconds timeout_from_env() {
+  const auto text = get_var("TESSERA_TIMEOUT_S");
+  if (!text) return Environment{}.timeout;
+  char* end = nullptr;
+  const double seconds = std::strtod(text->c_str(), &end);
+  TESSERA_CHECK(!text->empty() && end == text->c_str() + text->size() && std::isfinite(seconds) &&
+                    seconds > 0 && seconds <= 1e7,
+                "[Environment] TESSERA_TIMEOUT_S='", *text,
+                "' must be a positive number of seconds (at most 1e7)");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 
 }  // namespace tessera::distributed

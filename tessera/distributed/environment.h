@@ -23,4 +23,9 @@ struct Environment {
   static Environment from_env();
 };
 
+// TESSERA_TIMEOUT_S in milliseconds (60 s when unset); the error names the
+// variable and its value. The MPI backend reads only this, since it needs
+// no rendezvous.
+std::chrono::milliseconds timeout_from_env();
+
 }  // namespace tessera::distributed

@@ -312,25 +312,45 @@ Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp, DT
 
 namespace {
 
-// Random values as on one process: every rank draws the whole tensor from
-// the same (seed, offset) and keeps its region.
-Tensor random_global(const Tensor& whole, const Placement& placement, const NdSbp& sbp) {
-  global::check_layout(whole.shape(), placement, sbp, "rand");
-  Tensor broadcast = make_global(whole, whole.shape(), whole.dtype(), placement,
-                                 global::uniform(Sbp::broadcast(), placement.ndim()));
-  return sbp.all_broadcast() ? broadcast : global::box(broadcast, placement, sbp);
+// Random values as on one process. Element i uses the generator's counter i
+// whatever the layout, so each rank draws only its shard's box. A partial
+// layout is built from the broadcast one (values on one rank, zeros on the
+// others), which needs the whole tensor there.
+template <typename Draw, typename DrawRegion>
+Tensor random_global(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
+                     Generator* generator, Draw draw, DrawRegion draw_region) {
+  global::check_layout(shape, placement, sbp, "rand");
+  if (sbp.any_partial()) {
+    Tensor whole = draw(shape, dtype, generator);
+    Tensor broadcast = make_global(whole, shape, dtype, placement,
+                                   global::uniform(Sbp::broadcast(), placement.ndim()));
+    return global::box(broadcast, placement, sbp);
+  }
+  const int index = placement.index_of(global::world_rank());
+  // Every rank advances its generator alike, inside the placement or not.
+  const global::Region region = global::shard_region(shape, placement, sbp, std::max(index, 0));
+  Tensor local = draw_region(shape, region.start, region.size, dtype, generator);
+  return make_global(index >= 0 ? local : Tensor(), shape, dtype, placement, sbp);
 }
 
 }  // namespace
 
 Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
             Generator* generator) {
-  return random_global(rand(shape, dtype, generator), placement, sbp);
+  return random_global(
+      shape, placement, sbp, dtype, generator,
+      [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); },
+      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d,
+         Generator* g) { return rand_region(s, at, size, d, g); });
 }
 
 Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
              Generator* generator) {
-  return random_global(randn(shape, dtype, generator), placement, sbp);
+  return random_global(
+      shape, placement, sbp, dtype, generator,
+      [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); },
+      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d,
+         Generator* g) { return randn_region(s, at, size, d, g); });
 }
 
 }  // namespace tessera

@@ -129,6 +129,37 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
   return call1(randint_op, {}, attrs);
 }
 
+namespace {
+
+// random_attrs for the box [start, start + size) of a `shape` tensor.
+Attrs region_attrs(const char* op, const Shape& shape, const std::vector<int64_t>& start,
+                   const Shape& size, DType dtype, Generator* generator) {
+  check_shape(shape, op);
+  check_shape(size, op);
+  bool inside = start.size() == shape.size() && size.size() == shape.size();
+  for (size_t d = 0; inside && d < shape.size(); ++d) {
+    inside = start[d] >= 0 && start[d] + size[d] <= shape[d];
+  }
+  TESSERA_CHECK(inside, "[", op, "] region starting at ", shape_str(start), " of size ",
+                shape_str(size), " is not inside shape ", shape_str(shape));
+  TESSERA_CHECK(is_floating(dtype), "[", op, "] needs a floating dtype, got ", dtype_name(dtype));
+  Attrs attrs = random_attrs(shape, dtype, generator);
+  attrs.set("shape", size).set("logical_shape", shape).set("region_start", start);
+  return attrs;
+}
+
+}  // namespace
+
+Tensor rand_region(const Shape& shape, const std::vector<int64_t>& start, const Shape& size,
+                   DType dtype, Generator* generator) {
+  return call1(rand_op, {}, region_attrs("rand_region", shape, start, size, dtype, generator));
+}
+
+Tensor randn_region(const Shape& shape, const std::vector<int64_t>& start, const Shape& size,
+                    DType dtype, Generator* generator) {
+  return call1(randn_op, {}, region_attrs("randn_region", shape, start, size, dtype, generator));
+}
+
 Tensor rand_like(const Tensor& x, Generator* generator) {
   if (x.is_global()) return rand(x.shape(), x.placement(), x.nd_sbp(), x.dtype(), generator);
   return rand(x.shape(), x.dtype(), generator);

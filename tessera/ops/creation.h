@@ -40,11 +40,19 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DTyp
 Tensor rand_like(const Tensor& x, Generator* generator = nullptr);
 Tensor randn_like(const Tensor& x, Generator* generator = nullptr);
 Tensor randint_like(const Tensor& x, int64_t low, int64_t high, Generator* generator = nullptr);
+// The box [start, start + size) of what rand / randn(shape, dtype, generator)
+// would give, drawn without the rest of the tensor. The generator advances
+// as for the whole tensor, so later draws match too.
+Tensor rand_region(const Shape& shape, const std::vector<int64_t>& start, const Shape& size,
+                   DType dtype = DType::f32, Generator* generator = nullptr);
+Tensor randn_region(const Shape& shape, const std::vector<int64_t>& start, const Shape& size,
+                    DType dtype = DType::f32, Generator* generator = nullptr);
 
 // Global factories (defined by the global layer): the same logical values as
 // the local ones, laid out on `placement` as `sbp`; each rank builds only its
-// shard where it can. A partial-sum layout puts the values on the first rank
-// of each partial axis and zeros on the others.
+// shard (random ones draw only their shard's values). A partial-sum layout
+// puts the values on the first rank of each partial axis and zeros on the
+// others.
 Tensor full(const Shape& shape, Scalar value, const Placement& placement, const NdSbp& sbp,
             std::optional<DType> dtype = std::nullopt);
 Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp,

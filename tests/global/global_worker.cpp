@@ -212,6 +212,19 @@ void check_factories(int n) {
     CHECK_WORKER(like.nd_sbp() == sbp, "ones_like keeps the layout");
     check_global(like, ones({7, 2}), "ones_like " + nd_sbp_str(sbp));
   }
+  if (n == 4) {
+    // Each rank draws only its box, nested splits of one dim included.
+    const Placement mesh = Placement::cpu_mesh({2, 2});
+    for (const NdSbp& sbp : {NdSbp({Sbp::split(0), Sbp::split(1)}),
+                             NdSbp({Sbp::split(1), Sbp::split(1)}),
+                             NdSbp({Sbp::broadcast(), Sbp::split(0)})}) {
+      Generator a(7), b(7);
+      check_global(randn({5, 7}, mesh, sbp, DType::f32, &a), randn({5, 7}, DType::f32, &b),
+                   "randn on [2, 2] " + nd_sbp_str(sbp));
+      check_global(rand({3, 5}, mesh, sbp, DType::f64, &a), rand({3, 5}, DType::f64, &b),
+                   "rand after it on [2, 2] " + nd_sbp_str(sbp));
+    }
+  }
   // copy_ into a global tensor from a local (logical) value and from a global one.
   Tensor value = tessera::testing::uniform({5, 4}, -1, 1, 9, DType::f32);
   for (const NdSbp& sbp : one_d_sbps()) {

@@ -56,6 +56,18 @@ TEST(Creation, RandomIsSeededAndCounterBased) {
   EXPECT_TRUE(all_close(longer.slice(0, 0, 10), shorter, 0, 0));
 }
 
+TEST(Creation, RandomRegionIsTheSliceOfTheWholeDraw) {
+  Generator whole_gen(11), region_gen(11);
+  Tensor whole = randn({6, 5, 4}, DType::f64, &whole_gen);
+  Tensor region = randn_region({6, 5, 4}, {2, 1, 0}, {3, 4, 2}, DType::f64, &region_gen);
+  EXPECT_TRUE(all_close(region, whole.narrow(0, 2, 3).narrow(1, 1, 4).narrow(2, 0, 2), 0, 0));
+  // The generator moved past the whole tensor, so the next draws agree too.
+  EXPECT_TRUE(all_close(rand_region({4, 4}, {0, 2}, {4, 2}, DType::f32, &region_gen),
+                        rand({4, 4}, DType::f32, &whole_gen).narrow(1, 2, 2), 0, 0));
+  EXPECT_HAS(error_of([] { rand_region({4, 4}, {3, 0}, {2, 4}); }),
+             "[rand_region] region starting at [3, 0] of size [2, 4] is not inside shape [4, 4]");
+}
+
 TEST(Creation, RandomDistributions) {
   Generator g(3);
   Tensor u = rand({200000}, DType::f64, &g);

@@ -1,9 +1,11 @@
 // CPU kernels for the factory ops (ops/creation.cpp).
 
 #include <cmath>
+#include <vector>
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/core/rng.h"
+#include "tessera/core/shape.h"
 #include "tessera/ops/op.h"
 
 namespace tessera::cpu {
@@ -68,16 +70,35 @@ void eye_kernel(KernelContext& ctx) {
 }
 
 // Element i of a random tensor uses Philox counter i only (one block per
-// element), so any shard can generate its slice without the rest.
+// element), so any shard can generate its slice without the rest: with the
+// attrs "logical_shape" and "region_start", `out` is the box of that shape
+// starting there, and each element uses its logical index's counter.
 template <typename F>
 void fill_random(Tensor& out, const Attrs& attrs, const F& sample) {
   auto seed = static_cast<uint64_t>(attrs.i("seed"));
   auto offset = static_cast<uint64_t>(attrs.i("offset"));
+  const bool region = attrs.has("region_start");
+  const Shape& size = out.shape();
+  std::vector<int64_t> start, logical_strides;
+  if (region) {
+    start = attrs.ints("region_start");
+    logical_strides = contiguous_strides(attrs.ints("logical_shape"));
+  }
+  // The logical index of element i of the box (row-major in both).
+  auto logical_index = [&](int64_t i) {
+    int64_t index = 0;
+    for (size_t d = size.size(); d-- > 0;) {
+      index += (start[d] + i % size[d]) * logical_strides[d];
+      i /= size[d];
+    }
+    return index;
+  };
   TESSERA_DISPATCH_ALL(out.dtype(), "random", [&] {
     scalar_t* data = out.data<scalar_t>();
     parallel_for(0, out.numel(), 4096, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        auto words = Philox::block(seed, offset, static_cast<uint64_t>(i));
+        const int64_t counter = region ? logical_index(i) : i;
+        auto words = Philox::block(seed, offset, static_cast<uint64_t>(counter));
         data[i] = from_double<scalar_t>(sample(words));
       }
     });
