@@ -11,7 +11,8 @@ enum class Backend { gloo, mpi, nccl };
 
 // "gloo", "mpi", "nccl".
 const char* backend_name(Backend backend);
-// Parses "gloo", "mpi" or "nccl"; the error names `source` (e.g. "TESSERA_BACKEND") and the valid names.
+// Parses "gloo", "mpi" or "nccl"; the error names `source` (e.g.
+// "TESSERA_BACKEND") and the valid names.
 Backend parse_backend(const std::string& text, const char* source);
 // TESSERA_BACKEND when set; otherwise mpi when mpirun started this process
 // and the MPI backend is built in, else gloo.

@@ -115,7 +115,10 @@ TEST(CudaTest, NonContiguousViewsCopyInLogicalOrder) {
   EXPECT_EQ(on_gpu.t().cpu().to_vector<float>(), base.t().to_vector<float>());
   EXPECT_EQ(on_gpu.slice(1, 1, 6, 2).cpu().to_vector<float>(),
             base.slice(1, 1, 6, 2).to_vector<float>());
-  EXPECT_EQ(on_gpu.narrow(0, 2, 2).select(1, 4).item<float>(), base.narrow(0, 2, 2).select(1, 4).item<float>());
+  EXPECT_EQ(on_gpu.narrow(0, 2, 2).select(1, 4).to_vector<float>(),
+            base.narrow(0, 2, 2).select(1, 4).to_vector<float>());
+  EXPECT_EQ(on_gpu.select(0, 3).select(0, 5).item<float>(),
+            base.select(0, 3).select(0, 5).item<float>());
   EXPECT_EQ(on_gpu.unsqueeze(0).expand({3, 4, 6}).cpu().to_vector<float>(),
             base.unsqueeze(0).expand({3, 4, 6}).to_vector<float>());
   EXPECT_EQ(on_gpu.narrow(1, 0, 0).cpu().numel(), 0);
@@ -147,6 +150,8 @@ TEST(CudaTest, OpsAndHostPointersRaiseClearly) {
              "[tensor] data<f32> reads host memory but this tensor is on cuda:0");
   EXPECT_HAS(error_of([&] { add(a, Tensor::from_vector<float>({1, 2}, {2})); }),
              "inputs are on different devices: cuda:0 and cpu");
+  EXPECT_HAS(error_of([&] { data::TensorDataset(a, a); }),
+             "[TensorDataset] data and targets must be CPU tensors, got cuda:0 and cuda:0");
 }
 
 TEST(CudaTest, AllocatorReusesFreedBlocks) {

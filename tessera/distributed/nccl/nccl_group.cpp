@@ -190,7 +190,7 @@ void NcclGroup::fail(const char* op, const std::string& what) {
     handles_->comm = nullptr;
     text += "; the NCCL communicator was aborted, so this group is unusable";
   }
-  broken_ = str_cat("'", op, "' failed");
+  broken_ = str_cat("'", op, "' ", what);
   TESSERA_FAIL(text);
 }
 
