@@ -16,7 +16,7 @@ using tessera::testing::error_of;
 
 constexpr Device kCuda0{DeviceType::cuda, 0};
 
-#define TESSERA_REQUIRE_CUDA()                                                       \
+#define TESSERA_REQUIRE_CUDA() \
   if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
 
 // Values no two positions share, in `dtype`'s range (u8 wraps at 256, bool is i % 2).
@@ -63,8 +63,9 @@ TEST(CudaTest, MissingDeviceIsAClearError) {
   Tensor x = Tensor::from_vector<float>({1, 2}, {2});
   EXPECT_EQ(error_of([&] { x.to(missing); }), message);
   EXPECT_EQ(error_of([&] { x.cuda(index); }).rfind(head, 0), 0u);
-  EXPECT_EQ(error_of([&] { Tensor::empty({2}, DType::f32, Device{DeviceType::cuda, -1}); })
-                .rfind("[storage] device cuda:-1 is not available: ", 0),
+  EXPECT_EQ(error_of([&] {
+              Tensor::empty({2}, DType::f32, Device{DeviceType::cuda, -1});
+            }).rfind("[storage] device cuda:-1 is not available: ", 0),
             0u);
 }
 
@@ -74,13 +75,14 @@ TEST(CudaTest, CpuToCpuIsTheSameTensorAndGradientsAreRefused) {
   EXPECT_TRUE(x.to(Device{}).is_same(x));
   x.set_requires_grad();
   // Checked before the device, so every build raises the same message.
-  EXPECT_HAS(error_of([&] { x.cuda(); }), "[to] copying between devices is not recorded by "
-                                          "autograd yet");
+  EXPECT_HAS(error_of([&] { x.cuda(); }),
+             "[to] copying between devices is not recorded by "
+             "autograd yet");
 }
 
 TEST(CudaTest, RoundTripKeepsValuesForEveryDtypeAndShape) {
   TESSERA_REQUIRE_CUDA();
-  const std::vector<DType> dtypes = {DType::f32, DType::f64,  DType::bf16, DType::f16,
+  const std::vector<DType> dtypes = {DType::f32, DType::f64, DType::bf16, DType::f16,
                                      DType::i64, DType::i32, DType::u8,   DType::boolean};
   const std::vector<Shape> shapes = {{}, {0}, {1}, {7}, {3, 5}, {2, 3, 4}, {0, 3}};
   for (DType dtype : dtypes) {
@@ -144,11 +146,14 @@ TEST(CudaTest, CopyInPlaceAndPrinting) {
 TEST(CudaTest, OpsAndHostPointersRaiseClearly) {
   TESSERA_REQUIRE_CUDA();
   Tensor a = Tensor::from_vector<float>({1, 2}, {2}).cuda();
-  EXPECT_HAS(error_of([&] { add(a, a); }), "[add] no kernel registered for device cuda (Tessera "
-                                           "has no CUDA kernels yet");
+  EXPECT_HAS(error_of([&] { add(a, a); }),
+             "[add] no kernel registered for device cuda (Tessera "
+             "has no CUDA kernels yet");
   EXPECT_HAS(error_of([&] { a.data<float>(); }),
              "[tensor] data<f32> reads host memory but this tensor is on cuda:0");
-  EXPECT_HAS(error_of([&] { add(a, Tensor::from_vector<float>({1, 2}, {2})); }),
+  EXPECT_HAS(error_of([&] {
+               add(a, Tensor::from_vector<float>({1, 2}, {2}));
+             }),
              "inputs are on different devices: cuda:0 and cpu");
   EXPECT_HAS(error_of([&] { data::TensorDataset(a, a); }),
              "[TensorDataset] data and targets must be CPU tensors, got cuda:0 and cuda:0");

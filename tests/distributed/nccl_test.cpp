@@ -23,11 +23,11 @@ namespace {
 
 using tessera::testing::error_of;
 
-#define TESSERA_REQUIRE_NCCL_GPUS(count)                                                      \
-  if (!nccl_backend_built()) GTEST_SKIP() << "Tessera was built without the nccl backend";    \
-  if (cuda::device_count() < (count))                                                         \
-  GTEST_SKIP() << "needs " << (count) << " CUDA device(s), this machine has "                 \
-               << cuda::device_count() << (cuda::is_available() ? "" : ": ")                  \
+#define TESSERA_REQUIRE_NCCL_GPUS(count)                                                   \
+  if (!nccl_backend_built()) GTEST_SKIP() << "Tessera was built without the nccl backend"; \
+  if (cuda::device_count() < (count))                                                      \
+  GTEST_SKIP() << "needs " << (count) << " CUDA device(s), this machine has "              \
+               << cuda::device_count() << (cuda::is_available() ? "" : ": ")               \
                << cuda::unavailable_reason()
 
 // Sets (or, with nullopt, removes) an environment variable for one scope.
@@ -58,8 +58,7 @@ class ScopedEnv {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "tessera-nccl-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-nccl-XXXXXX").string();
     if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
   }
   ~TempDir() {
@@ -151,8 +150,9 @@ void check_one_rank(Group& group, Device device) {
   // Bad inputs raise on the calling rank, naming the op.
   EXPECT_HAS(error_of([&] { group.all_reduce(bytes); }), "[all_reduce] rank 0 of 1: dtype u8");
   EXPECT_HAS(error_of([&] { group.send(bytes, 0); }), "[send] rank 0 of 1: cannot send to or ");
-  EXPECT_HAS(error_of([&] { group.broadcast(bytes, 1); }), "[broadcast] rank 0 of 1: rank 1 is "
-                                                           "outside [0, 1)");
+  EXPECT_HAS(error_of([&] { group.broadcast(bytes, 1); }),
+             "[broadcast] rank 0 of 1: rank 1 is "
+             "outside [0, 1)");
   Tensor strided = put(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})).t();
   EXPECT_HAS(error_of([&] { group.all_reduce(strided); }), "needs a contiguous tensor");
 }
@@ -192,11 +192,11 @@ TEST(NcclGroupTest, OneRankRunsEveryCollective) {
 std::pair<int, std::string> run_workers(const std::string& mode, int timeout_s) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_nccl_test_" + std::to_string(::getpid()) + ".log");
-  const std::string command = "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u TESSERA_RDZV "
-                              "TESSERA_BACKEND=nccl timeout -k 5 120 " +
-                              std::string(TESSERA_RUN_PATH) + " -n 2 --timeout " +
-                              std::to_string(timeout_s) + " " + TESSERA_COLLECTIVES_WORKER + " " +
-                              mode + " > " + log.string() + " 2>&1";
+  const std::string command =
+      "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u TESSERA_RDZV "
+      "TESSERA_BACKEND=nccl timeout -k 5 120 " +
+      std::string(TESSERA_RUN_PATH) + " -n 2 --timeout " + std::to_string(timeout_s) + " " +
+      TESSERA_COLLECTIVES_WORKER + " " + mode + " > " + log.string() + " 2>&1";
   const int raw = std::system(command.c_str());
   std::ifstream file(log);
   std::stringstream text;

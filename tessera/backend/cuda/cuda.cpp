@@ -35,15 +35,25 @@ const Probe& probe() {
 
 }  // namespace
 
-bool is_built() { return true; }
+bool is_built() {
+  return true;
+}
 
-int device_count() { return probe().count; }
+int device_count() {
+  return probe().count;
+}
 
-bool is_available() { return device_count() > 0; }
+bool is_available() {
+  return device_count() > 0;
+}
 
-std::string unavailable_reason() { return probe().reason; }
+std::string unavailable_reason() {
+  return probe().reason;
+}
 
-AllocatorStats memory_stats(int index) { return CudaAllocator::instance().stats(index); }
+AllocatorStats memory_stats(int index) {
+  return CudaAllocator::instance().stats(index);
+}
 
 void empty_cache() {
   if (is_available()) CudaAllocator::instance().empty_cache();

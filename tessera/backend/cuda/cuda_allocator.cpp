@@ -104,7 +104,9 @@ AllocatorStats CudaAllocator::stats(int device) const {
   return it == s.stats.end() ? AllocatorStats{} : it->second;
 }
 
-void CudaAllocator::empty_cache() { release_cached(-1); }
+void CudaAllocator::empty_cache() {
+  release_cached(-1);
+}
 
 void CudaAllocator::release_cached(int device) {
   State& s = state();

@@ -16,9 +16,9 @@ void check_available(const char* op, Device device) {
   if (device.index >= 0 && device.index < count) return;
   std::string valid = "cpu";
   for (int index = 0; index < count; ++index) valid += str_cat(", cuda:", index);
-  const std::string why = count == 0 ? cuda::unavailable_reason()
-                                     : str_cat("this process sees ", count, " CUDA device",
-                                               count == 1 ? "" : "s");
+  const std::string why =
+      count == 0 ? cuda::unavailable_reason()
+                 : str_cat("this process sees ", count, " CUDA device", count == 1 ? "" : "s");
   TESSERA_FAIL("[", op, "] device ", device_str(device), " is not available: ", why,
                "; valid: ", valid);
 }
@@ -59,8 +59,8 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, size
     TESSERA_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind), "[copy] ", nbytes, " bytes from ",
                        device_str(src_device), " to ", device_str(dst_device));
   }
-  TESSERA_CUDA_CHECK(cudaStreamSynchronize(nullptr), "[copy] waiting for ", nbytes,
-                     " bytes from ", device_str(src_device), " to ", device_str(dst_device));
+  TESSERA_CUDA_CHECK(cudaStreamSynchronize(nullptr), "[copy] waiting for ", nbytes, " bytes from ",
+                     device_str(src_device), " to ", device_str(dst_device));
 }
 
 }  // namespace tessera::device_memory

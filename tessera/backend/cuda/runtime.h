@@ -9,14 +9,14 @@
 
 // Runs a CUDA runtime call; on failure clears the runtime's error state and
 // throws tessera::Error with the message pieces, then the CUDA error.
-#define TESSERA_CUDA_CHECK(call, ...)                                                 \
-  do {                                                                                \
-    const cudaError_t tessera_cuda_status = (call);                                   \
-    if (tessera_cuda_status != cudaSuccess) {                                         \
-      (void)cudaGetLastError();                                                       \
-      TESSERA_FAIL(__VA_ARGS__, ": ", cudaGetErrorName(tessera_cuda_status), " (",    \
-                   cudaGetErrorString(tessera_cuda_status), ")");                     \
-    }                                                                                 \
+#define TESSERA_CUDA_CHECK(call, ...)                                              \
+  do {                                                                             \
+    const cudaError_t tessera_cuda_status = (call);                                \
+    if (tessera_cuda_status != cudaSuccess) {                                      \
+      (void)cudaGetLastError();                                                    \
+      TESSERA_FAIL(__VA_ARGS__, ": ", cudaGetErrorName(tessera_cuda_status), " (", \
+                   cudaGetErrorString(tessera_cuda_status), ")");                  \
+    }                                                                              \
   } while (0)
 
 namespace tessera::cuda {

@@ -3,18 +3,26 @@
 
 namespace tessera::cuda {
 
-bool is_built() { return false; }
+bool is_built() {
+  return false;
+}
 
-int device_count() { return 0; }
+int device_count() {
+  return 0;
+}
 
-bool is_available() { return false; }
+bool is_available() {
+  return false;
+}
 
 std::string unavailable_reason() {
   return "Tessera was built without CUDA (configure with the CUDA toolkit and NCCL installed "
          "and -DTESSERA_WITH_CUDA=ON)";
 }
 
-AllocatorStats memory_stats(int) { return {}; }
+AllocatorStats memory_stats(int) {
+  return {};
+}
 
 void empty_cache() {}
 

@@ -107,8 +107,8 @@ NcclGroup::NcclGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
   TESSERA_CHECK(timeout_.count() > 0, "[init_process_group] timeout must be positive, got ",
                 timeout_.count(), " ms");
   const int count = cuda::device_count();
-  TESSERA_CHECK(device_ >= 0 && device_ < count, "[init_process_group] ", where(), ": cuda:",
-                device_, " is not available for the nccl backend: ",
+  TESSERA_CHECK(device_ >= 0 && device_ < count, "[init_process_group] ", where(),
+                ": cuda:", device_, " is not available for the nccl backend: ",
                 count == 0 ? cuda::unavailable_reason()
                            : str_cat("this process sees ", count, " CUDA device(s)"));
   ncclUniqueId id;
@@ -121,8 +121,8 @@ NcclGroup::NcclGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
   } else {
     const std::vector<char> bytes = store_->get(id_key);
     TESSERA_CHECK(bytes.size() == sizeof(id.internal), "[init_process_group] ", where(), ": key '",
-                  id_key, "' holds ", bytes.size(), " bytes, not an NCCL id (",
-                  sizeof(id.internal), " bytes)");
+                  id_key, "' holds ", bytes.size(), " bytes, not an NCCL id (", sizeof(id.internal),
+                  " bytes)");
     std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
   }
   // Marks this rank's key, as the Gloo backend's address does, so a later
@@ -130,15 +130,14 @@ NcclGroup::NcclGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
   store_->set(prefix_ + std::to_string(rank_), {'n', 'c', 'c', 'l'});
   cuda::DeviceGuard guard(device_);
   TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&handles_->stream, cudaStreamNonBlocking),
-                     "[init_process_group] ", where(), ": cannot create a stream on cuda:",
-                     device_);
+                     "[init_process_group] ", where(),
+                     ": cannot create a stream on cuda:", device_);
   // Non-blocking: calls return at once and wait() polls them, so a rank
   // that never joins ends in a timeout instead of a hang.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   try {
-    const ncclResult_t result =
-        ncclCommInitRankConfig(&handles_->comm, size_, id, rank_, &config);
+    const ncclResult_t result = ncclCommInitRankConfig(&handles_->comm, size_, id, rank_, &config);
     if (result != ncclSuccess && result != ncclInProgress) {
       fail("init_process_group", str_cat("failed: ", nccl_text(result, handles_->comm)));
     }
@@ -284,9 +283,8 @@ void NcclGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   if (tensor.numel() == 0) return;
   Tensor buffer = on_device(tensor);
   run("all_reduce", [&] {
-    return ncclAllReduce(buffer.raw_data(), buffer.raw_data(),
-                         static_cast<size_t>(buffer.numel()), nccl_type(buffer.dtype()),
-                         nccl_op(op), handles_->comm, handles_->stream);
+    return ncclAllReduce(buffer.raw_data(), buffer.raw_data(), static_cast<size_t>(buffer.numel()),
+                         nccl_type(buffer.dtype()), nccl_op(op), handles_->comm, handles_->stream);
   });
   copy_back(tensor, buffer);
 }
@@ -344,10 +342,10 @@ std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool
         for (int peer = 0; peer < size_; ++peer) {
           if (rows[peer] == 0) continue;
           char* slot = out + first_row[peer] * mine.row_bytes;
-          const ncclResult_t result = ncclBroadcast(
-              peer == rank_ ? input.raw_data() : slot, slot,
-              static_cast<size_t>(rows[peer] * mine.row_bytes), ncclUint8, peer, handles_->comm,
-              handles_->stream);
+          const ncclResult_t result =
+              ncclBroadcast(peer == rank_ ? input.raw_data() : slot, slot,
+                            static_cast<size_t>(rows[peer] * mine.row_bytes), ncclUint8, peer,
+                            handles_->comm, handles_->stream);
           if (result != ncclSuccess && result != ncclInProgress) return result;
         }
         return ncclSuccess;
@@ -533,10 +531,10 @@ void NcclGroup::point_to_point(const char* op, const Tensor& tensor, int peer, i
                       ? on_device(tensor)
                       : Tensor::empty(tensor.shape(), tensor.dtype(), device);
   run(op, [&] {
-    return sending ? ncclSend(buffer.raw_data(), bytes_of(buffer), ncclUint8, peer,
-                              handles_->comm, handles_->stream)
-                   : ncclRecv(buffer.raw_data(), bytes_of(buffer), ncclUint8, peer,
-                              handles_->comm, handles_->stream);
+    return sending ? ncclSend(buffer.raw_data(), bytes_of(buffer), ncclUint8, peer, handles_->comm,
+                              handles_->stream)
+                   : ncclRecv(buffer.raw_data(), bytes_of(buffer), ncclUint8, peer, handles_->comm,
+                              handles_->stream);
   });
   if (!sending) copy_back(tensor, buffer);
 }

@@ -90,7 +90,7 @@ class NcclGroup : public Group {
   int device_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Handles> handles_;
-  std::string broken_;  // why the group is unusable; empty while it works
+  std::string broken_;                            // why the group is unusable; empty while it works
   std::map<std::vector<int>, int> split_counts_;  // same list, same count on every member
 };
 
