@@ -7,6 +7,8 @@
 //
 //   tessera-run -n 2 ./build/bench/collectives_bench [--repetitions 10]
 //   mpirun -n 2 ./build/bench/collectives_bench     (the MPI backend)
+//   TESSERA_BACKEND=nccl tessera-run -n 2 ./build/bench/collectives_bench
+//                                    (NCCL: the inputs live on each rank's GPU)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,6 +41,14 @@ double median_seconds(Group& group, int repetitions, Fn&& fn) {
   return maxima[maxima.size() / 2];
 }
 
+// A fresh copy of `input` on its device (CUDA tensors have no clone kernel yet).
+Tensor fresh_copy(const Tensor& input) {
+  if (input.device().type == DeviceType::cpu) return input.clone();
+  Tensor copy = Tensor::empty(input.shape(), input.dtype(), input.device());
+  copy.copy_(input);
+  return copy;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,14 +58,19 @@ int main(int argc, char** argv) {
   try {
     const char* backend = backend_name(backend_from_env());
     std::shared_ptr<Group> group = init_process_group();
+    // The device init_process_group gives an NCCL rank; the CPU otherwise.
+    Device device;
+    if (backend_from_env() == Backend::nccl) {
+      device = Device{DeviceType::cuda, Environment::from_env().local_rank % cuda::device_count()};
+    }
     const int world = group->size();
     for (int64_t mib : {1, 16, 64}) {
       const int64_t count = mib * (int64_t{1} << 20) / 4;
-      Tensor input = full({count}, static_cast<double>(group->rank() + 1));
+      Tensor input = full({count}, static_cast<double>(group->rank() + 1)).to(device);
       std::vector<Tensor> pieces;
-      for (int r = 0; r < world; ++r) pieces.push_back(full({count / world}, 1.0));
+      for (int r = 0; r < world; ++r) pieces.push_back(full({count / world}, 1.0).to(device));
       const double reduce = median_seconds(*group, repetitions, [&] {
-        Tensor buffer = input.clone();
+        Tensor buffer = fresh_copy(input);
         group->all_reduce(buffer, ReduceOp::sum);
       });
       const double gather = median_seconds(*group, repetitions, [&] { group->all_gather(input); });

@@ -3,6 +3,7 @@
 // Everything a Tessera user needs: #include "tessera/tessera.h".
 
 #include "tessera/autograd/engine.h"
+#include "tessera/backend/cuda.h"
 #include "tessera/core/allocator.h"
 #include "tessera/core/dtype.h"
 #include "tessera/core/grad_mode.h"
@@ -23,6 +24,7 @@
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/distributed/group.h"
 #include "tessera/distributed/mpi/mpi_group.h"
+#include "tessera/distributed/nccl/nccl_group.h"
 #include "tessera/distributed/redis_store.h"
 #include "tessera/distributed/solo_group.h"
 #include "tessera/distributed/store.h"

@@ -1,16 +1,22 @@
 #include "tessera/core/storage.h"
 
 #include "tessera/core/allocator.h"
+#include "tessera/core/device_memory.h"
 #include "tessera/core/error.h"
 
 namespace tessera {
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  TESSERA_CHECK(device.type == DeviceType::cpu, "[storage] device ", device_str(device),
-                " is not available in this build; valid: cpu");
-  data_ = CpuAllocator::instance().allocate(nbytes);
+  data_ = device.type == DeviceType::cpu ? CpuAllocator::instance().allocate(nbytes)
+                                         : device_memory::allocate(nbytes, device);
 }
 
-Storage::~Storage() { CpuAllocator::instance().deallocate(data_, nbytes_); }
+Storage::~Storage() {
+  if (device_.type == DeviceType::cpu) {
+    CpuAllocator::instance().deallocate(data_, nbytes_);
+  } else {
+    device_memory::deallocate(data_, nbytes_, device_);
+  }
+}
 
 }  // namespace tessera

@@ -107,15 +107,18 @@ class Tensor {
   // The shard this rank holds, as a local tensor; differentiable.
   Tensor to_local() const;
 
-  // Address of element 0 of this view.
+  // Address of element 0 of this view: device memory for a CUDA tensor,
+  // which the host must not read (copy with cpu() first).
   void* raw_data() const;
+  // Typed address of element 0 of a CPU tensor (raises for other devices).
   template <typename T>
   T* data() const;
-  // The value of a one-element tensor.
+  // The value of a one-element tensor (copied to the CPU first if needed).
   template <typename T>
   T item() const;
-  // Copies the elements (in logical row-major order) out, converting to T.
-  // On a global tensor this gathers the logical values (a collective).
+  // Copies the elements (in logical row-major order) out, converting to T;
+  // a CUDA tensor is copied to the CPU first. On a global tensor this
+  // gathers the logical values (a collective).
   template <typename T>
   std::vector<T> to_vector() const;
 
@@ -150,6 +153,16 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
+  // A copy on `device` (this tensor itself when already there), contiguous,
+  // complete when it returns. Not recorded by autograd yet: a tensor that
+  // requires grad must be detached (or copied under NoGradGuard). A cuda
+  // device that does not exist, or a build without CUDA, raises naming the
+  // valid devices.
+  Tensor to(Device device) const;
+  // to(cuda:index).
+  Tensor cuda(int index = 0) const;
+  // to(cpu).
+  Tensor cpu() const;
 
   // In-place writes, outside autograd (like PyTorch's under no_grad): used by
   // optimizers, initialisers and load_state_dict. The destination must be
@@ -185,6 +198,9 @@ template <typename T>
 T* Tensor::data() const {
   TESSERA_CHECK(DTypeOf<T>::value == dtype(), "[tensor] data<", dtype_name(DTypeOf<T>::value),
                 "> called on a ", dtype_name(dtype()), " tensor");
+  TESSERA_CHECK(device().type == DeviceType::cpu, "[tensor] data<", dtype_name(DTypeOf<T>::value),
+                "> reads host memory but this tensor is on ", device_str(device()),
+                "; copy it with .cpu() first");
   return static_cast<T*>(raw_data());
 }
 
@@ -209,6 +225,7 @@ std::vector<T> Tensor::to_vector() const {
                   placement_str(placement()), " and holds no values");
     return whole.to_vector<T>();
   }
+  if (device().type != DeviceType::cpu) return detach().cpu().to_vector<T>();
   Tensor dense = to(DTypeOf<T>::value).contiguous();
   const T* src = dense.data<T>();
   return std::vector<T>(src, src + dense.numel());

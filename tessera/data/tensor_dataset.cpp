@@ -33,6 +33,10 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets) {
                 "[TensorDataset] data and targets must hold the same number of examples "
                 "(size of dim 0); got shapes ",
                 shape_str(data.shape()), " and ", shape_str(targets.shape()));
+  TESSERA_CHECK(data.device().type == DeviceType::cpu && targets.device().type == DeviceType::cpu,
+                "[TensorDataset] data and targets must be CPU tensors, got ",
+                device_str(data.device()), " and ", device_str(targets.device()),
+                "; move batches to the GPU after loading them");
   // Examples carry no autograd history, and get_batch copies whole rows.
   data_ = data.detach().contiguous();
   targets_ = targets.detach().contiguous();

@@ -13,6 +13,8 @@ const char* backend_name(Backend backend) {
       return "gloo";
     case Backend::mpi:
       return "mpi";
+    case Backend::nccl:
+      return "nccl";
   }
   return "unknown";
 }
@@ -20,11 +22,21 @@ const char* backend_name(Backend backend) {
 Backend parse_backend(const std::string& text, const char* source) {
   if (text == "gloo") return Backend::gloo;
   if (text == "mpi") return Backend::mpi;
-  TESSERA_FAIL("[init_process_group] ", source, "='", text, "' is not a backend; valid: gloo, mpi");
+  if (text == "nccl") return Backend::nccl;
+  TESSERA_FAIL("[init_process_group] ", source, "='", text,
+               "' is not a backend; valid: gloo, mpi, nccl");
 }
 
 bool mpi_backend_built() {
 #ifdef TESSERA_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool nccl_backend_built() {
+#ifdef TESSERA_HAVE_NCCL
   return true;
 #else
   return false;

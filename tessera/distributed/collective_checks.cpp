@@ -14,11 +14,19 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
 }  // namespace
 
 void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>& allowed,
-                  const std::string& where) {
+                  const std::string& where, int cuda_device) {
   TESSERA_CHECK(tensor.defined(), "[", op, "] ", where, ": the tensor is undefined");
-  TESSERA_CHECK(tensor.device().type == DeviceType::cpu, "[", op, "] ", where,
-                ": needs a CPU tensor, got ", device_str(tensor.device()),
-                " (the Gloo backend moves CPU memory)");
+  if (cuda_device < 0) {
+    TESSERA_CHECK(tensor.device().type == DeviceType::cpu, "[", op, "] ", where,
+                  ": needs a CPU tensor, got ", device_str(tensor.device()),
+                  " (the Gloo and MPI backends move CPU memory; use the nccl backend for CUDA "
+                  "tensors)");
+  } else {
+    const Device group_device{DeviceType::cuda, cuda_device};
+    TESSERA_CHECK(tensor.device().type == DeviceType::cpu || tensor.device() == group_device, "[",
+                  op, "] ", where, ": needs a tensor on ", device_str(group_device),
+                  " (the group's device) or the CPU, got ", device_str(tensor.device()));
+  }
   TESSERA_CHECK(tensor.is_contiguous(), "[", op, "] ", where, ": needs a contiguous tensor, got ",
                 shape_str(tensor.shape()), " with strides ", shape_str(tensor.strides()),
                 "; call .contiguous() first");
@@ -37,11 +45,12 @@ void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
 }
 
 void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
-                    const std::vector<DType>& allowed, bool same_shape, const std::string& where) {
+                    const std::vector<DType>& allowed, bool same_shape, const std::string& where,
+                    int cuda_device) {
   TESSERA_CHECK(static_cast<int>(inputs.size()) == size, "[", op, "] ", where, ": got ",
                 inputs.size(), " tensors; needs one per rank (", size, ")");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check_tensor(op, inputs[i], allowed, where);
+    check_tensor(op, inputs[i], allowed, where, cuda_device);
     TESSERA_CHECK(inputs[i].dim() >= 1, "[", op, "] ", where, ": inputs[", i,
                   "] is 0-d; needs at least one dimension");
     const Tensor& first = inputs[0];

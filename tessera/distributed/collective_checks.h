@@ -16,15 +16,18 @@ inline const std::vector<DType> kReduceDTypes = {DType::f32, DType::f64, DType::
 inline const std::vector<DType> kMoveDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
                                                DType::u8};
 
-// Throws unless `tensor` is defined, on the CPU, contiguous and of an allowed dtype.
+// Throws unless `tensor` is defined, on the CPU (or on cuda:cuda_device when
+// that is >= 0: the NCCL backend's device), contiguous and of an allowed dtype.
 void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>& allowed,
-                  const std::string& where);
+                  const std::string& where, int cuda_device = -1);
 // Throws unless 0 <= peer < size (and peer != rank unless allow_self).
 void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
                 const std::string& where);
-// One tensor per rank, all of one dtype and trailing shape (or one shape when same_shape).
+// One tensor per rank, all of one dtype and trailing shape (or one shape when
+// same_shape), each passing check_tensor.
 void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,
-                    const std::vector<DType>& allowed, bool same_shape, const std::string& where);
+                    const std::vector<DType>& allowed, bool same_shape, const std::string& where,
+                    int cuda_device = -1);
 
 // What ranks exchange before moving bytes, so mismatches raise instead of
 // corrupting. Real dims travel (up to kMaxDims; any beyond fold into a hash),

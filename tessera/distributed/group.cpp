@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "tessera/backend/cuda.h"
 #include "tessera/core/error.h"
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
@@ -13,6 +14,9 @@
 #include "tessera/distributed/solo_group.h"
 #ifdef TESSERA_HAVE_MPI
 #include "tessera/distributed/mpi/mpi_group.h"
+#endif
+#ifdef TESSERA_HAVE_NCCL
+#include "tessera/distributed/nccl/nccl_group.h"
 #endif
 
 namespace tessera::distributed {
@@ -73,6 +77,28 @@ std::shared_ptr<Group> init_mpi(std::chrono::milliseconds timeout) {
 #endif
 }
 
+// Throws unless the nccl backend is built in and this process sees a CUDA device.
+void check_nccl_usable() {
+  TESSERA_CHECK(nccl_backend_built(),
+                "[init_process_group] the nccl backend is not built into this Tessera (configure "
+                "with the CUDA toolkit and NCCL installed and -DTESSERA_WITH_CUDA=ON); valid here: "
+                "gloo", mpi_backend_built() ? ", mpi" : "");
+  TESSERA_CHECK(cuda::is_available(), "[init_process_group] the nccl backend needs a CUDA device: ",
+                cuda::unavailable_reason(), "; use TESSERA_BACKEND=gloo for CPU tensors");
+}
+
+// The NCCL group of `env`'s ranks, on cuda:(LOCAL_RANK mod the devices this process sees).
+std::shared_ptr<Group> make_nccl_group(const Environment& env, std::shared_ptr<Store> store) {
+#ifdef TESSERA_HAVE_NCCL
+  return std::make_shared<NcclGroup>(std::move(store), "world/", env.rank, env.world_size,
+                                     env.local_rank % cuda::device_count(), env.timeout);
+#else
+  (void)env;
+  (void)store;
+  return nullptr;
+#endif
+}
+
 }  // namespace
 
 std::shared_ptr<Group> init_process_group() {
@@ -87,10 +113,11 @@ std::shared_ptr<Group> init_process_group(const Environment& env) {
 
 std::shared_ptr<Group> init_process_group(const Environment& env, Backend backend) {
   if (backend == Backend::mpi) return init_mpi(env.timeout);
+  if (backend == Backend::nccl) check_nccl_usable();
   TESSERA_CHECK(env.world_size >= 1 && env.rank >= 0 && env.rank < env.world_size,
                 "[init_process_group] rank ", env.rank, " is outside [0, ", env.world_size, ")");
   std::shared_ptr<Store> store = open_store(env);
-  // Gloo publishes rank r's address under "world/r"; finding it already
+  // Gloo publishes rank r's address under "world/r" (NCCL a marker); finding it already
   // there means the rendezvous holds an earlier job's keys, which would be
   // read as current (peers dialling dead addresses).
   const std::string own_key = "world/" + std::to_string(env.rank);
@@ -98,6 +125,11 @@ std::shared_ptr<Group> init_process_group(const Environment& env, Backend backen
                 "' already exists in the rendezvous '", env.rendezvous,
                 "', left by an earlier job; use a fresh folder for file:// or a new job name for "
                 "redis://host:port/job (tessera-run picks fresh ones unless --rdzv is given)");
+  if (backend == Backend::nccl) {
+    std::shared_ptr<Group> group = make_nccl_group(env, std::move(store));
+    set_default_group(group);
+    return group;
+  }
   // Ranks on one machine talk over loopback; across machines peers dial the host name.
   std::string hostname = "127.0.0.1";
   if (env.local_world_size < env.world_size) {

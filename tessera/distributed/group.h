@@ -17,9 +17,10 @@ const char* reduce_op_name(ReduceOp op);
 
 // A set of processes that run collectives together; one object per process.
 // Every rank of the group must call each collective in the same order. All
-// tensors are contiguous CPU tensors (reductions: f32, f64, i64, i32; data
-// movement also u8). A collective that cannot finish within the group's
-// timeout, or loses a peer, throws tessera::Error naming the op.
+// tensors are contiguous CPU tensors, or with NCCL also on the group's CUDA
+// device (reductions: f32, f64, i64, i32; data movement also u8). A
+// collective that cannot finish within the group's timeout, or loses a
+// peer, throws tessera::Error naming the op.
 class Group {
  public:
   virtual ~Group() = default;
@@ -60,7 +61,9 @@ std::shared_ptr<Group> init_process_group();
 std::shared_ptr<Group> init_process_group(const Environment& env);
 // Joins with `backend`. gloo: the ranks and the store `env` names. mpi: the
 // ranks mpirun started (only env.timeout is used); throws if the MPI backend
-// is not built in or mpirun did not start this process.
+// is not built in or mpirun did not start this process. nccl: like gloo, on
+// cuda:(env.local_rank mod device count); throws if it is not built in or
+// no CUDA device is visible.
 std::shared_ptr<Group> init_process_group(const Environment& env, Backend backend);
 
 // The group global tensors run on: the last one init_process_group made, or

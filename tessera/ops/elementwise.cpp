@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tessera/core/device_memory.h"
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/op.h"
@@ -611,6 +612,20 @@ Tensor& Tensor::copy_(const Tensor& src) {
   TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
                 " does not broadcast to the destination's shape ", shape_str(shape()));
   NoGradGuard no_grad;
+  if (device().type != DeviceType::cpu || src.device().type != DeviceType::cpu) {
+    // CUDA has no kernels yet: a source that needs casting, broadcasting or
+    // laying out (or that overlaps the destination) is prepared on the CPU,
+    // then one copy writes it.
+    Tensor source = src;
+    if (source.dtype() != dtype() || source.shape() != shape() || !source.is_contiguous() ||
+        source.shares_storage(*this)) {
+      if (source.is_same(*this)) return *this;
+      source = source.cpu().to(dtype()).expand(shape()).contiguous();
+    }
+    device_memory::copy(raw_data(), device(), source.raw_data(), source.device(),
+                        static_cast<size_t>(numel()) * dtype_size(dtype()));
+    return *this;
+  }
   Tensor dense = src.to(dtype()).expand(shape()).contiguous();
   if (dense.raw_data() != raw_data() && numel() > 0) {
     std::memcpy(raw_data(), dense.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));

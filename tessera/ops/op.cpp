@@ -74,7 +74,11 @@ KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
     auto& table = registry().kernels[device_index];
     auto it = table.find(op.name);
     TESSERA_CHECK(it != table.end(), "[", op.name, "] no kernel registered for device ",
-                  device == DeviceType::cpu ? "cpu" : "cuda");
+                  device == DeviceType::cpu ? "cpu" : "cuda",
+                  device == DeviceType::cpu
+                      ? ""
+                      : " (Tessera has no CUDA kernels yet: CUDA tensors support copies and "
+                        "collectives only; move the inputs with .cpu())");
     entry = &it->second;
     op.kernel_cache->entry[device_index].store(entry, std::memory_order_release);
   }
@@ -108,15 +112,16 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     outputs.push_back(op.view(inputs, attrs));
   } else {
     std::vector<TensorMeta> output_metas = op.infer(input_metas, attrs);
-    outputs.reserve(output_metas.size());
-    for (const TensorMeta& meta : output_metas) {
-      outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
-    }
     DType kernel_dtype = op.kernel_dtype_input >= 0 && !inputs.empty()
                              ? inputs[op.kernel_dtype_input].dtype()
                              : output_metas.at(0).dtype;
     Device device = inputs.empty() ? output_metas.at(0).device : inputs[0].device();
+    // Before allocating, so a missing kernel costs no device memory.
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
+    outputs.reserve(output_metas.size());
+    for (const TensorMeta& meta : output_metas) {
+      outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
+    }
     KernelContext context{op, inputs, outputs, attrs};
     GradModeGuard no_grad(false);  // helpers a kernel calls (contiguous()) are not on the tape
     kernel(context);

@@ -184,10 +184,10 @@ TEST(BackendSelectionTest, DefaultsAndNames) {
   EXPECT_EQ(parse_backend("mpi", "test"), Backend::mpi);
   EXPECT_STREQ(backend_name(Backend::mpi), "mpi");
   EXPECT_STREQ(backend_name(Backend::gloo), "gloo");
-  ScopedEnv bad("TESSERA_BACKEND", "nccl");
+  ScopedEnv bad("TESSERA_BACKEND", "ucc");
   EXPECT_EQ(error_of([] { backend_from_env(); }),
-            "[init_process_group] TESSERA_BACKEND='nccl' is not a backend; valid: gloo, mpi");
-  EXPECT_NE(error_of([] { init_process_group(); }).find("TESSERA_BACKEND='nccl'"),
+            "[init_process_group] TESSERA_BACKEND='ucc' is not a backend; valid: gloo, mpi, nccl");
+  EXPECT_NE(error_of([] { init_process_group(); }).find("TESSERA_BACKEND='ucc'"),
             std::string::npos);
 }
 
