@@ -1,5 +1,7 @@
 #include "tessera/distributed/collective_checks.h"
 
+#include <set>
+
 #include "tessera/core/error.h"
 
 namespace tessera::distributed {
@@ -143,6 +145,24 @@ void check_same_size(const char* op, const Layout& mine, int rank, const Layout&
                 ": rank ", rank, " has ", mine.str(), " (", mine.numel, " elements) but rank ",
                 peer, " has ", theirs.str(), " (", theirs.numel,
                 " elements); send and recv need the same dtype and element count");
+}
+
+int check_split(const std::vector<int>& ranks, int size, int rank, const std::string& where) {
+  std::set<int> seen;
+  int position = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    check_peer("split", ranks[i], size, true, rank, where);
+    TESSERA_CHECK(seen.insert(ranks[i]).second, "[split] ", where, ": rank ", ranks[i],
+                  " is listed twice");
+    if (ranks[i] == rank) position = static_cast<int>(i);
+  }
+  TESSERA_CHECK(position >= 0, "[split] ", where, ": this rank is not in the list ",
+                ranks_str(ranks), "; only members call split");
+  return position;
+}
+
+std::string ranks_str(const std::vector<int>& ranks) {
+  return shape_str(std::vector<int64_t>(ranks.begin(), ranks.end()));
 }
 
 }  // namespace tessera::distributed

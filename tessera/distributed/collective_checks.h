@@ -23,6 +23,11 @@ void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>
 // Throws unless 0 <= peer < size (and peer != rank unless allow_self).
 void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
                 const std::string& where);
+// Checks a split's member list (ranks of a group of `size`, each once, this
+// `rank` among them) and returns this rank's position in it.
+int check_split(const std::vector<int>& ranks, int size, int rank, const std::string& where);
+// "[0, 2, 3]" for messages and store keys.
+std::string ranks_str(const std::vector<int>& ranks);
 // One tensor per rank, all of one dtype and trailing shape (or one shape when
 // same_shape), each passing check_tensor.
 void check_per_rank(const char* op, const std::vector<Tensor>& inputs, int size,

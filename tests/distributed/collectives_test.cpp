@@ -171,9 +171,10 @@ TEST(CollectivesFailureTest, LostOrStalledPeerInSharedMemoryAllReduceIsNamed) {
 
 // TESSERA_SHARED_MEMORY=0 keeps every collective on TCP; all still agree.
 TEST(CollectivesFailureTest, EveryCollectiveOverTcpOnly) {
-  ::setenv("TESSERA_SHARED_MEMORY", "0", 1);
-  JobResult job = run_job(3, "all", 20, 60s);
-  ::unsetenv("TESSERA_SHARED_MEMORY");
+  JobResult job = [] {
+    tessera::testing::ScopedEnv tcp_only("TESSERA_SHARED_MEMORY", "0");
+    return run_job(3, "all", 20, 60s);
+  }();
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_EQ(job.ranks[rank].exit_code, 0) << job.ranks[rank].stderr_text;
   }

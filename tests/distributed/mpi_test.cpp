@@ -21,6 +21,8 @@
 namespace tessera::distributed {
 namespace {
 
+using tessera::testing::ScopedEnv;
+
 using tessera::testing::error_of;
 
 // mpirun as found at configure time, else on PATH; empty when there is none.
@@ -144,30 +146,6 @@ TEST(MpiFailureTest, LostPeerEndsTheJob) {
   EXPECT_NE(result.output.find(",1],2]"), std::string::npos) << result.output;  // [[job,1],rank]
   EXPECT_LT(result.elapsed, std::chrono::seconds(15));
 }
-
-// Sets (or, with nullopt, removes) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(BackendSelectionTest, DefaultsAndNames) {
   ScopedEnv no_backend("TESSERA_BACKEND", std::nullopt);

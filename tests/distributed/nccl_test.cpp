@@ -21,6 +21,8 @@
 namespace tessera::distributed {
 namespace {
 
+using tessera::testing::ScopedEnv;
+
 using tessera::testing::error_of;
 
 #define TESSERA_REQUIRE_NCCL_GPUS(count)                                                   \
@@ -29,30 +31,6 @@ using tessera::testing::error_of;
   GTEST_SKIP() << "needs " << (count) << " CUDA device(s), this machine has "              \
                << cuda::device_count() << (cuda::is_available() ? "" : ": ")               \
                << cuda::unavailable_reason()
-
-// Sets (or, with nullopt, removes) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A fresh folder, removed with the object.
 class TempDir {

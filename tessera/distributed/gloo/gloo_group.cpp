@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <set>
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/collective_checks.h"
@@ -616,20 +615,9 @@ void GlooGroup::barrier() {
 }
 
 std::shared_ptr<Group> GlooGroup::split(const std::vector<int>& ranks) {
-  std::set<int> seen;
-  int new_rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    check_peer("split", ranks[i], size_, true, rank_, where());
-    TESSERA_CHECK(seen.insert(ranks[i]).second, "[split] ", where(), ": rank ", ranks[i],
-                  " is listed twice");
-    if (ranks[i] == rank_) new_rank = static_cast<int>(i);
-  }
-  TESSERA_CHECK(new_rank >= 0, "[split] ", where(), ": this rank is not in the list ",
-                shape_str(std::vector<int64_t>(ranks.begin(), ranks.end())),
-                "; only members call split");
-  std::string prefix = prefix_ + "split" +
-                       shape_str(std::vector<int64_t>(ranks.begin(), ranks.end())) + "#" +
-                       std::to_string(split_counts_[ranks]++) + "/";
+  const int new_rank = check_split(ranks, size_, rank_, where());
+  std::string prefix =
+      prefix_ + "split" + ranks_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
   return std::shared_ptr<Group>(new GlooGroup(store_, std::move(prefix), new_rank,
                                               static_cast<int>(ranks.size()), timeout_, device_));
 }

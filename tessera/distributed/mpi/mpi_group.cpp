@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "tessera/core/error.h"
@@ -600,17 +599,7 @@ void MpiGroup::barrier() {
 
 std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
   check_usable("split");
-  std::set<int> seen;
-  int new_rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    check_peer("split", ranks[i], size_, true, rank_, where());
-    TESSERA_CHECK(seen.insert(ranks[i]).second, "[split] ", where(), ": rank ", ranks[i],
-                  " is listed twice");
-    if (ranks[i] == rank_) new_rank = static_cast<int>(i);
-  }
-  TESSERA_CHECK(new_rank >= 0, "[split] ", where(), ": this rank is not in the list ",
-                shape_str(std::vector<int64_t>(ranks.begin(), ranks.end())),
-                "; only members call split");
+  const int new_rank = check_split(ranks, size_, rank_, where());
   // MPI_Comm_create_group has no timeout: the members first check in with
   // each other (on the reserved split tag), so a member that never calls
   // split, or passes another list, raises instead of blocking.
@@ -631,8 +620,7 @@ std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
   for (int i = 0; i < members; ++i) {
     TESSERA_CHECK(i == new_rank || received[i] == token.item<int64_t>(), "[split] ", where(),
                   ": rank ", ranks[i], " called split with a different list than ",
-                  shape_str(std::vector<int64_t>(ranks.begin(), ranks.end())),
-                  "; every member must pass the same list");
+                  ranks_str(ranks), "; every member must pass the same list");
   }
   MPI_Group parent = MPI_GROUP_NULL, subset = MPI_GROUP_NULL;
   MPI_Comm_group(communicator_->comm, &parent);

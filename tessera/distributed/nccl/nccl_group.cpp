@@ -3,7 +3,6 @@
 #include <nccl.h>
 
 #include <cstring>
-#include <set>
 #include <thread>
 
 #include "tessera/backend/cuda.h"
@@ -84,10 +83,6 @@ void copy_back(const Tensor& tensor, const Tensor& buffer) {
 // Result tensors live where the caller's inputs were.
 Tensor to_caller(const Tensor& result, const Tensor& like) {
   return like.device().type == DeviceType::cpu ? result.cpu() : result;
-}
-
-std::string list_str(const std::vector<int>& ranks) {
-  return shape_str(std::vector<int64_t>(ranks.begin(), ranks.end()));
 }
 
 }  // namespace
@@ -550,18 +545,9 @@ void NcclGroup::barrier() {
 
 std::shared_ptr<Group> NcclGroup::split(const std::vector<int>& ranks) {
   check_usable("split");
-  std::set<int> seen;
-  int new_rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    check_peer("split", ranks[i], size_, true, rank_, where());
-    TESSERA_CHECK(seen.insert(ranks[i]).second, "[split] ", where(), ": rank ", ranks[i],
-                  " is listed twice");
-    if (ranks[i] == rank_) new_rank = static_cast<int>(i);
-  }
-  TESSERA_CHECK(new_rank >= 0, "[split] ", where(), ": this rank is not in the list ",
-                list_str(ranks), "; only members call split");
+  const int new_rank = check_split(ranks, size_, rank_, where());
   std::string prefix =
-      prefix_ + "split" + list_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
+      prefix_ + "split" + ranks_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
   return std::make_shared<NcclGroup>(store_, std::move(prefix), new_rank,
                                      static_cast<int>(ranks.size()), device_, timeout_);
 }
