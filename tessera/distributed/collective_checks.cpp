@@ -1,6 +1,7 @@
 #include "tessera/distributed/collective_checks.h"
 
 #include <set>
+#include <utility>
 
 #include "tessera/core/error.h"
 
@@ -163,6 +164,33 @@ int check_split(const std::vector<int>& ranks, int size, int rank, const std::st
 
 std::string ranks_str(const std::vector<int>& ranks) {
   return shape_str(std::vector<int64_t>(ranks.begin(), ranks.end()));
+}
+
+GatheredRows::GatheredRows(std::vector<int64_t> per_rank)
+    : rows(std::move(per_rank)), first(rows.size()) {
+  for (size_t peer = 0; peer < rows.size(); ++peer) {
+    first[peer] = total;
+    total += rows[peer];
+  }
+}
+
+Shape GatheredRows::shape_of(const Shape& shape) const {
+  if (shape.empty()) return {static_cast<int64_t>(rows.size())};
+  Shape gathered = shape;
+  gathered[0] = total;
+  return gathered;
+}
+
+std::vector<Tensor> GatheredRows::pieces(const Tensor& gathered, const Shape& shape) const {
+  int64_t row_elements = 1;  // one value per rank for a 0-d shape
+  for (size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
+  std::vector<Tensor> out;
+  for (size_t peer = 0; peer < rows.size(); ++peer) {
+    Shape piece = shape;
+    if (!piece.empty()) piece[0] = rows[peer];
+    out.push_back(make_alias(gathered, piece, contiguous_strides(piece), first[peer] * row_elements));
+  }
+  return out;
 }
 
 }  // namespace tessera::distributed

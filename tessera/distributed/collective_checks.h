@@ -23,6 +23,20 @@ void check_tensor(const char* op, const Tensor& tensor, const std::vector<DType>
 // Throws unless 0 <= peer < size (and peer != rank unless allow_self).
 void check_peer(const char* op, int peer, int size, bool allow_self, int rank,
                 const std::string& where);
+// Where each rank's dim-0 rows land when every rank's rows are gathered
+// into one tensor (a 0-d tensor counts as one row).
+struct GatheredRows {
+  std::vector<int64_t> rows;   // per rank
+  std::vector<int64_t> first;  // per rank: its first row in the gathered tensor
+  int64_t total = 0;
+  explicit GatheredRows(std::vector<int64_t> per_rank);
+  // The gathered tensor's shape: `shape` with dim 0 the total ([ranks] for 0-d).
+  Shape shape_of(const Shape& shape) const;
+  // Each rank's rows of `gathered` (gathered tensors of `shape`) as views;
+  // plain views, so they work on any device.
+  std::vector<Tensor> pieces(const Tensor& gathered, const Shape& shape) const;
+};
+
 // Checks a split's member list (ranks of a group of `size`, each once, this
 // `rank` among them) and returns this rank's position in it.
 int check_split(const std::vector<int>& ranks, int size, int rank, const std::string& where);

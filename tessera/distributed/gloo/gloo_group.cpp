@@ -360,21 +360,14 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
     check.verified = true;
   }
   // Gathered straight into one tensor; the pieces are views of it, so no copy follows.
+  const GatheredRows layout(std::move(rows));
   std::vector<size_t> bytes(size_);
   size_t total = 0;
-  int64_t total_rows = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    bytes[peer] = static_cast<size_t>(rows[peer] * mine.row_bytes);
+    bytes[peer] = static_cast<size_t>(layout.rows[peer] * mine.row_bytes);
     total += bytes[peer];
-    total_rows += rows[peer];
   }
-  Shape shape = tensor.shape();
-  if (shape.empty()) {
-    shape = {size_};
-  } else {
-    shape[0] = total_rows;
-  }
-  Tensor gathered = Tensor::empty(shape, tensor.dtype());
+  Tensor gathered = Tensor::empty(layout.shape_of(tensor.shape()), tensor.dtype());
   if (total > 0) {
     gloo::AllgathervOptions options(context_);
     options.setInput(static_cast<uint8_t*>(tensor.raw_data()), bytes[rank_]);
@@ -385,14 +378,7 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
   } else {
     verify(check);
   }
-  std::vector<Tensor> out;
-  int64_t row = 0;
-  for (int peer = 0; peer < size_; ++peer) {
-    out.push_back(tensor.dim() == 0 ? gathered.select(0, peer)
-                                    : gathered.narrow(0, row, rows[peer]));
-    row += rows[peer];
-  }
-  return out;
+  return layout.pieces(gathered, tensor.shape());
 }
 
 std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {

@@ -367,27 +367,19 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
   const std::vector<int64_t> all = gather_int64(op, mine.encode());
-  std::vector<int64_t> rows(size_), first_row(size_);
-  int64_t total_rows = 0;
+  std::vector<int64_t> rows(size_);
   for (int peer = 0; peer < size_; ++peer) {
     const Layout theirs = Layout::decode(all, peer);
     check_compatible(op, mine, rank_, theirs, peer, equal_shapes, where());
     rows[peer] = theirs.rows();
-    first_row[peer] = total_rows;
-    total_rows += theirs.rows();
   }
   // One buffer receives every rank's rows; the results are views into it,
   // which saves a copy of everything gathered.
-  Shape shape = tensor.shape();
-  if (shape.empty()) {
-    shape = {size_};
-  } else {
-    shape[0] = total_rows;
-  }
-  Tensor buffer = Tensor::empty(shape, tensor.dtype());
-  if (mine.row_bytes > 0 && total_rows > 0) {
-    TESSERA_CHECK(total_rows <= INT_MAX && mine.row_bytes <= INT_MAX, "[", op, "] ", where(), ": ",
-                  total_rows, " rows of ", mine.row_bytes,
+  const GatheredRows layout(std::move(rows));
+  Tensor buffer = Tensor::empty(layout.shape_of(tensor.shape()), tensor.dtype());
+  if (mine.row_bytes > 0 && layout.total > 0) {
+    TESSERA_CHECK(layout.total <= INT_MAX && mine.row_bytes <= INT_MAX, "[", op, "] ", where(),
+                  ": ", layout.total, " rows of ", mine.row_bytes,
                   " bytes exceed MPI's int counts; gather fewer or smaller rows");
     RowType row(mine.row_bytes);
     Pending pending;
@@ -397,23 +389,15 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
       TESSERA_MPI_START(op, MPI_Iallgather(tensor.raw_data(), count, row.get(), buffer.raw_data(),
                                            count, row.get(), communicator_->comm, pending.add()));
     } else {
-      int* counts = pending.keep(std::vector<int>(rows.begin(), rows.end()));
-      int* displacements = pending.keep(std::vector<int>(first_row.begin(), first_row.end()));
+      int* counts = pending.keep(std::vector<int>(layout.rows.begin(), layout.rows.end()));
+      int* displacements = pending.keep(std::vector<int>(layout.first.begin(), layout.first.end()));
       TESSERA_MPI_START(op, MPI_Iallgatherv(tensor.raw_data(), static_cast<int>(mine.rows()),
                                             row.get(), buffer.raw_data(), counts, displacements,
                                             row.get(), communicator_->comm, pending.add()));
     }
     wait(op, pending);
   }
-  const int64_t row_elements = mine.row_bytes / static_cast<int64_t>(dtype_size(tensor.dtype()));
-  std::vector<Tensor> out;
-  for (int peer = 0; peer < size_; ++peer) {
-    Shape piece = tensor.shape();
-    if (!piece.empty()) piece[0] = rows[peer];
-    out.push_back(
-        make_alias(buffer, piece, contiguous_strides(piece), first_row[peer] * row_elements));
-  }
-  return out;
+  return layout.pieces(buffer, tensor.shape());
 }
 
 std::vector<Tensor> MpiGroup::all_to_all(const std::vector<Tensor>& inputs) {

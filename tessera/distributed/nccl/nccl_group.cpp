@@ -310,21 +310,11 @@ std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool
       rows[peer] = theirs.rows();
     }
   }
-  std::vector<int64_t> first_row(size_);
-  int64_t total_rows = 0;
-  for (int peer = 0; peer < size_; ++peer) {
-    first_row[peer] = total_rows;
-    total_rows += rows[peer];
-  }
-  Shape shape = tensor.shape();
-  if (shape.empty()) {
-    shape = {size_};
-  } else {
-    shape[0] = total_rows;
-  }
   // One buffer receives every rank's rows; the results are views of it.
-  Tensor gathered = Tensor::empty(shape, tensor.dtype(), Device{DeviceType::cuda, device_});
-  if (mine.row_bytes > 0 && total_rows > 0) {
+  const GatheredRows layout(std::move(rows));
+  Tensor gathered = Tensor::empty(layout.shape_of(tensor.shape()), tensor.dtype(),
+                                  Device{DeviceType::cuda, device_});
+  if (mine.row_bytes > 0 && layout.total > 0) {
     Tensor input = on_device(tensor);
     char* out = static_cast<char*>(gathered.raw_data());
     run(op, [&] {
@@ -335,11 +325,11 @@ std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool
       // NCCL has no all-gather of uneven pieces: each rank broadcasts its rows.
       return grouped([&] {
         for (int peer = 0; peer < size_; ++peer) {
-          if (rows[peer] == 0) continue;
-          char* slot = out + first_row[peer] * mine.row_bytes;
+          if (layout.rows[peer] == 0) continue;
+          char* slot = out + layout.first[peer] * mine.row_bytes;
           const ncclResult_t result =
               ncclBroadcast(peer == rank_ ? input.raw_data() : slot, slot,
-                            static_cast<size_t>(rows[peer] * mine.row_bytes), ncclUint8, peer,
+                            static_cast<size_t>(layout.rows[peer] * mine.row_bytes), ncclUint8, peer,
                             handles_->comm, handles_->stream);
           if (result != ncclSuccess && result != ncclInProgress) return result;
         }
@@ -347,16 +337,7 @@ std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool
       });
     });
   }
-  gathered = to_caller(gathered, tensor);
-  const int64_t row_elements = mine.row_bytes / static_cast<int64_t>(dtype_size(tensor.dtype()));
-  std::vector<Tensor> out;
-  for (int peer = 0; peer < size_; ++peer) {
-    Shape piece = tensor.shape();
-    if (!piece.empty()) piece[0] = rows[peer];
-    out.push_back(make_alias(gathered, piece, contiguous_strides(piece),
-                             tensor.dim() == 0 ? peer : first_row[peer] * row_elements));
-  }
-  return out;
+  return layout.pieces(to_caller(gathered, tensor), tensor.shape());
 }
 
 Tensor NcclGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
