@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the file readers with libFuzzer under AddressSanitizer +
-# UndefinedBehaviorSanitizer: the IDX reader (fuzz/idx_fuzz.cpp) and the
-# safetensors reader (fuzz/safetensors_fuzz.cpp). Builds libtessera with clang
+# UndefinedBehaviorSanitizer: the IDX reader (fuzz/idx_fuzz.cpp), the
+# safetensors reader (fuzz/safetensors_fuzz.cpp) and the sharded-checkpoint
+# index (fuzz/sharded_index_fuzz.cpp). Builds libtessera with clang
 # in build-fuzz/, seeds each corpus with small valid files and fuzzes each
 # target for TESSERA_FUZZ_SECONDS (default 60). Exits non-zero on any crash.
 # Extra arguments are passed to libFuzzer.
@@ -20,7 +21,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=cl
   -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_EXAMPLES=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON >/dev/null
 cmake --build "$build" -j "$jobs" --target tessera
-for target in idx safetensors; do
+for target in idx safetensors sharded_index; do
   clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I. "fuzz/${target}_fuzz.cpp" -L"$build" -ltessera -Wl,-rpath,"$PWD/$build" \
@@ -60,3 +61,4 @@ fuzz() {
 }
 fuzz idx "$seeds" "$@"
 fuzz safetensors fuzz/corpus/safetensors -dict=fuzz/safetensors.dict "$@"
+fuzz sharded_index fuzz/corpus/sharded_index "$@"

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <vector>
 
+#include "tessera/core/file.h"
+
 namespace tessera::data {
 
 CharDataset::CharDataset(const std::string& text, int64_t context)
@@ -51,15 +53,9 @@ CharDataset CharDataset::from_fortunes(int64_t context, const std::string& dir) 
 }
 
 std::string CharDataset::read_text_file(const std::string& path) {
-  std::error_code error;
-  TESSERA_CHECK(!std::filesystem::is_directory(path, error), "[CharDataset::read_text_file] ", path,
-                " is a directory; expected a text file");
-  std::ifstream file(path, std::ios::binary);
-  TESSERA_CHECK(file.is_open(), "[CharDataset::read_text_file] cannot open ", path, ": ",
-                std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  TESSERA_CHECK(!file.bad(), "[CharDataset::read_text_file] error while reading ", path);
-  return text;
+  // The whole corpus is held in memory as tokens; 4 GiB of text is past any
+  // use of a character-level dataset.
+  return read_regular_file(path, "CharDataset::read_text_file", uint64_t{4} << 30);
 }
 
 std::string CharDataset::decode(const Tensor& tokens) {

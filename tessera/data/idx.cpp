@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <optional>
 #include <type_traits>
 #include <vector>
+
+#include "tessera/core/file.h"
 
 namespace tessera::data {
 
@@ -41,8 +42,30 @@ std::string hex_byte(uint8_t byte) {
   return std::string("0x") + digits[byte >> 4] + digits[byte & 15];
 }
 
+// The total size (header and data) that the IDX header at `data` declares,
+// once `size` bytes hold the whole header; nullopt before that. Overflow
+// reads as "more than any limit".
+std::optional<uint64_t> declared_size(const uint8_t* data, size_t size) {
+  if (size < 4 || size < 4 + 4 * size_t{data[3]}) return std::nullopt;
+  const IdxType* type = nullptr;
+  for (const IdxType& candidate : kIdxTypes) {
+    if (candidate.code == data[2]) type = &candidate;
+  }
+  if (type == nullptr) return std::nullopt;  // parse_plain names the problem
+  uint64_t total = type->bytes;
+  for (size_t d = 0; d < data[3]; ++d) {
+    if (__builtin_mul_overflow(total, load_big_endian(data + 4 + 4 * d, 4), &total)) {
+      return UINT64_MAX;
+    }
+  }
+  const uint64_t header = 4 + 4 * uint64_t{data[3]};
+  return total > UINT64_MAX - header ? UINT64_MAX : total + header;
+}
+
 // Inflates every gzip member in [data, data + size), growing the output as
 // data actually arrives so a hostile header cannot force a huge allocation.
+// Once the IDX header is out, the size it declares bounds the output: a
+// declared size over the limit, or more data than declared, stops at once.
 std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string& name,
                             const char* op) {
   z_stream stream{};
@@ -53,7 +76,22 @@ std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string&
   size_t consumed = 0;
   std::string problem;
   bool member_done = false;
+  std::optional<uint64_t> expected;  // what the header declares, once known
   while (problem.empty()) {
+    if (!expected && (expected = declared_size(out.data(), produced))) {
+      if (*expected > kMaxIdxBytes) {
+        problem = str_cat(
+            "the IDX header declares ",
+            *expected == UINT64_MAX ? std::string("more than 2^64") : std::to_string(*expected),
+            " bytes, more than the ", kMaxIdxBytes, "-byte limit for an IDX file");
+        break;
+      }
+    }
+    if (expected && produced > *expected) {
+      problem = str_cat("decompresses to more than the ", *expected,
+                        " bytes its IDX header declares (trailing garbage)");
+      break;
+    }
     if (member_done) {
       // gzip allows several members back to back; anything else is garbage.
       if (consumed == size) break;
@@ -72,7 +110,9 @@ std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string&
                           " bytes, the limit for an IDX file");
         break;
       }
-      out.resize(static_cast<size_t>(std::min<uint64_t>(out.size() * uint64_t{2}, kMaxIdxBytes)));
+      // One byte past the declared size is enough to see trailing garbage.
+      const uint64_t cap = expected ? *expected + 1 : kMaxIdxBytes;
+      out.resize(static_cast<size_t>(std::min<uint64_t>(out.size() * uint64_t{2}, cap)));
     }
     // zlib counts in 32-bit units; feed very large buffers in pieces.
     const size_t input_chunk = std::min<size_t>(size - consumed, 1u << 30);
@@ -201,19 +241,13 @@ Tensor parse(const uint8_t* data, size_t size, const std::string& name, const ch
 }  // namespace
 
 Tensor read_idx(const std::string& path) {
-  std::error_code error;
-  TESSERA_CHECK(!std::filesystem::is_directory(path, error), "[read_idx] ", path,
-                " is a directory; expected an IDX file");
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  TESSERA_CHECK(file.is_open(), "[read_idx] cannot open ", path, ": ", std::strerror(errno));
-  const std::streamoff length = file.tellg();
-  TESSERA_CHECK(length >= 0, "[read_idx] cannot determine the size of ", path,
-                " (is it a regular file?)");
-  std::vector<uint8_t> bytes(static_cast<size_t>(length));
-  file.seekg(0);
-  file.read(reinterpret_cast<char*>(bytes.data()), length);
-  TESSERA_CHECK(file.gcount() == length, "[read_idx] read only ", file.gcount(), " of ", length,
-                " bytes from ", path);
+  const RegularFile file(path, "read_idx");
+  // gzip never shrinks what it cannot compress, so a file over the limit
+  // could only inflate past it too.
+  TESSERA_CHECK(file.size() <= kMaxIdxBytes, "[read_idx] '", path, "' has ", file.size(),
+                " bytes, more than the ", kMaxIdxBytes, "-byte limit for an IDX file");
+  std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
+  file.read_at(bytes.data(), bytes.size(), 0);
   return parse(bytes.data(), bytes.size(), path, "read_idx");
 }
 

@@ -1,15 +1,17 @@
 #include "tessera/global/sharded_checkpoint.h"
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <random>
 
+#include "tessera/core/file.h"
 #include "tessera/core/grad_mode.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
+#include "tessera/global/sharded_index.h"
 #include "tessera/io/atomic_file_writer.h"
 #include "tessera/io/safetensors.h"
 
@@ -17,16 +19,50 @@ namespace tessera::global {
 
 namespace {
 
-using nlohmann::json;
+// A fresh generation id, the same on every rank: rank 0 draws it and
+// broadcasts it.
+std::string new_generation(distributed::Group& world) {
+  Tensor bits = Tensor::empty({1}, DType::i64);
+  if (world.rank() == 0) {
+    std::random_device device;
+    const uint64_t value =
+        (static_cast<uint64_t>(device()) << 32) ^ device() ^
+        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    *bits.data<int64_t>() = static_cast<int64_t>(value);
+  }
+  world.broadcast(bits, 0);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(*bits.data<int64_t>()));
+  return text;
+}
 
-constexpr const char* kFormat = "tessera-sharded-1";
+// Removes what earlier saves left in `folder`: shards of other generations
+// and the temporary files of interrupted writes. Runs once the new index is
+// committed, when no rank of this job is writing there.
+void remove_stale_files(const std::filesystem::path& folder, const std::string& generation) {
+  const std::string current_suffix = "-" + generation + ".safetensors";
+  std::error_code error;
+  for (const auto& item : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = item.path().filename().string();
+    if (!is_checkpoint_file(name)) continue;
+    const bool current = name.size() > current_suffix.size() &&
+                         name.compare(name.size() - current_suffix.size(), current_suffix.size(),
+                                      current_suffix) == 0;
+    if (!current) std::filesystem::remove(item.path(), error);
+  }
+}
 
-std::string shard_file(int rank) { return "shard-" + std::to_string(rank) + ".safetensors"; }
+std::vector<int64_t> to_int64(const std::vector<int>& values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
 
-json sbp_json(const NdSbp& sbp) {
-  json out = json::array();
-  for (const Sbp& s : sbp.sbps()) out.push_back(sbp_str(s));
-  return out;
+std::string read_index(const std::string& path) {
+  std::error_code error;
+  TESSERA_CHECK(std::filesystem::exists(std::filesystem::symlink_status(path, error)),
+                "[load_sharded] no index at '", path,
+                "'; the folder holds no complete sharded checkpoint");
+  return read_regular_file(path, "load_sharded", uint64_t{1} << 30);
 }
 
 }  // namespace
@@ -39,18 +75,19 @@ void save_sharded(const std::string& dir, const StateDict& state) {
   std::filesystem::create_directories(dir, error);
   TESSERA_CHECK(!error, "[save_sharded] cannot create '", dir, "': ", error.message());
 
+  ShardedIndex index;
+  index.generation = new_generation(*world);
+  index.world_size = world->size();
+  const std::string my_file = shard_file_name(me, index.generation);
   StateDict mine;
-  json tensors = json::object();
   for (const auto& [key, value] : state) {
-    json entry;
-    entry["shape"] = value.shape();
-    entry["dtype"] = dtype_name(value.dtype());
-    json pieces = json::array();
+    IndexEntry entry;
+    entry.shape = value.shape();
+    entry.dtype = value.dtype();
     if (!value.is_global()) {
       // A local tensor is the same on every rank (SPMD): rank 0 keeps it.
-      pieces.push_back({{"file", shard_file(0)},
-                        {"start", std::vector<int64_t>(value.shape().size(), 0)},
-                        {"size", value.shape()}});
+      entry.pieces.push_back({shard_file_name(0, index.generation),
+                              std::vector<int64_t>(value.shape().size(), 0), value.shape()});
       if (me == 0) mine.insert(key, value.contiguous());
     } else {
       Tensor t = value;
@@ -62,8 +99,9 @@ void save_sharded(const std::string& dir, const StateDict& state) {
         t = box(t, t.placement(), NdSbp(sbps));
       }
       const Placement& placement = t.placement();
-      entry["placement"] = {{"ranks", placement.ranks()}, {"mesh", placement.mesh()}};
-      entry["sbp"] = sbp_json(value.nd_sbp());
+      entry.placement_ranks = to_int64(placement.ranks());
+      entry.placement_mesh = placement.mesh();
+      for (const Sbp& s : value.nd_sbp().sbps()) entry.sbp.push_back(sbp_str(s));
       for (int i = 0; i < placement.size(); ++i) {
         // One writer per region: the copy at coordinate 0 of every unsplit axis.
         std::vector<int64_t> coord = placement.coordinate(i);
@@ -74,22 +112,30 @@ void save_sharded(const std::string& dir, const StateDict& state) {
         if (!writer) continue;
         const int rank = placement.ranks()[static_cast<size_t>(i)];
         Region region = shard_region(t.shape(), placement, t.nd_sbp(), i);
-        pieces.push_back({{"file", shard_file(rank)}, {"start", region.start}, {"size", region.size}});
+        entry.pieces.push_back(
+            {shard_file_name(rank, index.generation), region.start, region.size});
         if (rank == me) mine.insert(key, t.local_shard().contiguous());
       }
     }
-    entry["pieces"] = pieces;
-    tensors[key] = entry;
+    index.tensors.emplace(key, std::move(entry));
   }
+  // New names for every save: the previous checkpoint's files stay untouched
+  // until the index naming the new ones is committed, so an interrupted save
+  // leaves the previous checkpoint whole.
   const std::filesystem::path folder(dir);
-  if (!mine.empty()) io::save_safetensors((folder / shard_file(me)).string(), mine);
+  if (!mine.empty()) {
+    io::save_safetensors((folder / my_file).string(), mine,
+                         {{"format", kShardedFormat},
+                          {"generation", index.generation},
+                          {"rank", std::to_string(me)}});
+  }
   world->barrier();  // every shard is on disk before the index names it
   if (me == 0) {
-    json index{{"format", kFormat}, {"world_size", world->size()}, {"tensors", tensors}};
-    const std::string text = index.dump(1);
+    const std::string text = dump_sharded_index(index);
     io::AtomicFileWriter writer((folder / "index.json").string(), "save_sharded");
     writer.write(text.data(), text.size());
-    writer.commit();
+    writer.commit();  // the commit point: from here on the folder is the new checkpoint
+    remove_stale_files(folder, index.generation);
   }
   world->barrier();
 }
@@ -98,25 +144,13 @@ void load_sharded(const std::string& dir, const StateDict& state) {
   NoGradGuard no_grad;
   const std::filesystem::path folder(dir);
   const std::string index_path = (folder / "index.json").string();
-  std::ifstream file(index_path);
-  TESSERA_CHECK(file.good(), "[load_sharded] no index at '", index_path,
-                "'; the folder holds no complete sharded checkpoint");
-  json index;
-  try {
-    index = json::parse(file);
-  } catch (const std::exception& error) {
-    TESSERA_FAIL("[load_sharded] '", index_path, "' is not valid JSON: ", error.what());
-  }
-  TESSERA_CHECK(index.is_object() && index.value("format", "") == kFormat &&
-                    index.contains("tensors") && index["tensors"].is_object(),
-                "[load_sharded] '", index_path, "' is not a ", kFormat, " index");
-  const json& tensors = index["tensors"];
+  const ShardedIndex index = parse_sharded_index(read_index(index_path), index_path);
 
   std::string missing, unexpected;
   for (const auto& [key, value] : state) {
-    if (!tensors.contains(key)) missing += " " + key;
+    if (index.tensors.find(key) == index.tensors.end()) missing += " " + key;
   }
-  for (const auto& [key, entry] : tensors.items()) {
+  for (const auto& [key, entry] : index.tensors) {
     if (!state.contains(key)) unexpected += " " + key;
   }
   TESSERA_CHECK(missing.empty() && unexpected.empty(), "[load_sharded] '", dir,
@@ -127,22 +161,29 @@ void load_sharded(const std::string& dir, const StateDict& state) {
   std::map<std::string, io::SafetensorsFile> files;
   auto open = [&](const std::string& name) -> const StateDict& {
     auto it = files.find(name);
-    if (it == files.end()) it = files.emplace(name, io::load_safetensors((folder / name).string())).first;
-    return it->second.tensors;
+    if (it != files.end()) return it->second.tensors;
+    const std::filesystem::path path = folder / name;
+    std::error_code error;
+    TESSERA_CHECK(!std::filesystem::is_symlink(path, error), "[load_sharded] '", path.string(),
+                  "' is a symbolic link; shards must be files inside the checkpoint's folder");
+    io::SafetensorsFile file = io::load_safetensors(path.string());
+    if (!index.generation.empty()) {
+      auto found = file.metadata.find("generation");
+      const std::string generation = found == file.metadata.end() ? "none" : found->second;
+      TESSERA_CHECK(generation == index.generation, "[load_sharded] shard '", path.string(),
+                    "' belongs to save ", generation, " but the index '", index_path,
+                    "' is of save ", index.generation,
+                    ": the folder mixes two saves; it is not a checkpoint");
+    }
+    return files.emplace(name, std::move(file)).first->second.tensors;
   };
   for (const auto& [key, target] : state) {
-    const json& entry = tensors[key];
-    Shape shape;
-    std::string dtype;
-    try {
-      shape = entry.at("shape").get<Shape>();
-      dtype = entry.at("dtype").get<std::string>();
-    } catch (const std::exception& error) {
-      TESSERA_FAIL("[load_sharded] '", index_path, "': entry '", key, "' is malformed: ", error.what());
-    }
-    TESSERA_CHECK(shape == target.shape() && dtype == dtype_name(target.dtype()), "[load_sharded] '",
-                  key, "' is ", dtype, " ", shape_str(shape), " in the checkpoint but ",
-                  dtype_name(target.dtype()), " ", shape_str(target.shape()), " here");
+    const IndexEntry& entry = index.tensors.at(key);
+    const Shape& shape = entry.shape;
+    TESSERA_CHECK(shape == target.shape() && entry.dtype == target.dtype(), "[load_sharded] '", key,
+                  "' is ", dtype_name(entry.dtype), " ", shape_str(shape),
+                  " in the checkpoint but ", dtype_name(target.dtype()), " ",
+                  shape_str(target.shape()), " here");
     // The region this rank needs, and whether it holds zeros (a partial-sum copy).
     Region want{std::vector<int64_t>(shape.size(), 0), shape};
     Tensor local = target;
@@ -166,11 +207,8 @@ void load_sharded(const std::string& dir, const StateDict& state) {
     Tensor assembled = Tensor::empty(want.size, target.dtype());
     int64_t covered = 0;
     std::vector<Region> used;  // so that overlapping pieces cannot fake full coverage
-    for (const json& piece : entry.at("pieces")) {
-      Region have{piece.at("start").get<std::vector<int64_t>>(), piece.at("size").get<Shape>()};
-      TESSERA_CHECK(have.start.size() == shape.size() && have.size.size() == shape.size(),
-                    "[load_sharded] '", index_path, "': a piece of '", key, "' has ",
-                    have.start.size(), "-d coordinates for a ", shape.size(), "-d tensor");
+    for (const IndexPiece& piece : entry.pieces) {
+      const Region have{piece.start, piece.size};
       Region overlap = intersect(want, have);
       if (overlap.empty()) continue;
       for (const Region& earlier : used) {
@@ -178,11 +216,14 @@ void load_sharded(const std::string& dir, const StateDict& state) {
                       "': pieces of '", key, "' overlap; the index is corrupt");
       }
       used.push_back(overlap);
-      const StateDict& tensors_in_file = open(piece.at("file").get<std::string>());
+      const StateDict& tensors_in_file = open(piece.file);
+      TESSERA_CHECK(tensors_in_file.contains(key), "[load_sharded] '", piece.file,
+                    "' holds no tensor '", key, "', which the index places there");
       const Tensor& stored = tensors_in_file.at(key);
-      TESSERA_CHECK(stored.shape() == have.size, "[load_sharded] '", key, "' in ",
-                    piece.at("file").get<std::string>(), " is ", shape_str(stored.shape()),
-                    " but the index says ", shape_str(have.size));
+      TESSERA_CHECK(stored.shape() == have.size && stored.dtype() == entry.dtype,
+                    "[load_sharded] '", key, "' in ", piece.file, " is ",
+                    dtype_name(stored.dtype()), " ", shape_str(stored.shape()),
+                    " but the index says ", dtype_name(entry.dtype), " ", shape_str(have.size));
       std::vector<int64_t> from(shape.size()), to(shape.size());
       for (size_t d = 0; d < shape.size(); ++d) {
         from[d] = overlap.start[d] - have.start[d];

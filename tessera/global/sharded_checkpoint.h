@@ -9,8 +9,13 @@
 // into one process.
 //
 // Layout of a checkpoint folder:
-//   index.json              written last; a folder without it is incomplete
-//   shard-<rank>.safetensors
+//   index.json                            written last, atomically: the commit
+//   shard-<rank>-<generation>.safetensors
+// Every save writes a new generation (16 hex digits, in the index and in
+// every shard's metadata) under new names, so the previous checkpoint stays
+// whole until the new index replaces the old one; an interrupted save leaves
+// the previous checkpoint loadable, and the next save removes the leftovers.
+// Loading checks that every shard it reads is of the index's generation.
 
 #include <string>
 
@@ -20,8 +25,8 @@ namespace tessera::global {
 
 // Saves `state` (global and local tensors) into `dir` (created if needed).
 // Every rank of the default group calls it. Broadcast copies are written
-// once; partial tensors are reduced first. Files are replaced atomically and
-// the index is written after every shard is complete.
+// once; partial tensors are reduced first. The index is written after every
+// shard is complete, and files of earlier saves are removed after it.
 void save_sharded(const std::string& dir, const StateDict& state);
 
 // Fills every tensor of `state` in place (model.state_dict() handles, so the

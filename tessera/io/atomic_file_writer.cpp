@@ -1,10 +1,12 @@
 #include "tessera/io/atomic_file_writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -22,12 +24,58 @@ std::string directory_of(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  // The name goes into a file name: keep it to characters safe there.
+  std::string out = name;
+  for (char& c : out) {
+    if (c == '/' || c == '-') c = '_';
+  }
+  return out;
+}
+
+// Removes "<target>.tmp-<host>-<pid>-<n>" files that a writer on this host
+// left when it was killed: their process no longer exists. Files of other
+// hosts, and of live processes, are left alone.
+void remove_dead_writers_files(const std::string& path, const std::string& host) {
+  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp-" + host + "-";
+  std::error_code error;
+  for (const auto& item : std::filesystem::directory_iterator(directory_of(path), error)) {
+    const std::string name = item.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '-') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::filesystem::remove(item.path(), error);
+    }
+  }
+}
+
+// Past `ulimit -f` the kernel sends SIGXFSZ, which kills by default; ignored,
+// the write fails with EFBIG and the writer reports it. A handler the
+// program installed is kept.
+void ignore_file_size_signal() {
+  static const bool done = [] {
+    struct sigaction current {};
+    if (::sigaction(SIGXFSZ, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGXFSZ, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)done;
+}
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path, std::string op_name)
     : path_(std::move(path)), op_name_(std::move(op_name)) {
   TESSERA_CHECK(!path_.empty(), "[", op_name_, "] empty file path; give the file to write");
-  temp_path_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" +
+  ignore_file_size_signal();
+  static const std::string host = host_name();
+  remove_dead_writers_files(path_, host);
+  temp_path_ = path_ + ".tmp-" + host + "-" + std::to_string(::getpid()) + "-" +
                std::to_string(next_writer_id.fetch_add(1));
   file_ = std::fopen(temp_path_.c_str(), "wb");
   if (file_ == nullptr) {

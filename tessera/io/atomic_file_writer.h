@@ -7,9 +7,12 @@
 namespace tessera::io {
 
 // Writes a file so that readers see either the old file or the complete new
-// one, never a torn mix: bytes go to "<path>.tmp-<pid>-<n>" in the same
-// directory, commit() syncs and renames it over `path` and syncs the
-// directory. Destroying the writer before commit() removes the temporary file.
+// one, never a torn mix: bytes go to "<path>.tmp-<host>-<pid>-<n>" in the
+// same directory, commit() syncs and renames it over `path` and syncs the
+// directory. Destroying the writer before commit() removes the temporary file;
+// one a killed process left is removed by the next writer of the same path on
+// that host. Past `ulimit -f` a write fails with an error (SIGXFSZ is ignored
+// unless the program handles it).
 class AtomicFileWriter {
  public:
   // Creates the temporary file; errors start with "[op_name]" and name the

@@ -1,10 +1,5 @@
 #include "tessera/io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -17,6 +12,7 @@
 #include <vector>
 
 #include "tessera/core/error.h"
+#include "tessera/core/file.h"
 #include "tessera/io/atomic_file_writer.h"
 
 namespace tessera::io {
@@ -250,85 +246,101 @@ void check_coverage(const std::vector<Entry>& entries, uint64_t buffer_size,
   }
 }
 
-Tensor copy_out(const Entry& entry, const uint8_t* buffer, const std::string& name) {
-  Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
-  const size_t bytes = entry.end - entry.begin;
-  const uint8_t* source = buffer + entry.begin;
-  if (entry.dtype == DType::boolean) {
-    // Any byte other than 0 or 1 would be undefined behaviour as a C++ bool.
-    for (size_t i = 0; i < bytes; ++i) {
-      if (source[i] > 1) {
-        fail_key(name, entry.key, "BOOL element ", i, " has byte value ", int(source[i]),
-                 "; BOOL bytes must be 0 or 1");
-      }
+// A BOOL element other than 0 or 1 would be undefined behaviour as a C++ bool.
+void check_bools(const Entry& entry, const uint8_t* bytes, const std::string& name) {
+  if (entry.dtype != DType::boolean) return;
+  for (size_t i = 0; i < entry.end - entry.begin; ++i) {
+    if (bytes[i] > 1) {
+      fail_key(name, entry.key, "BOOL element ", i, " has byte value ", int(bytes[i]),
+               "; BOOL bytes must be 0 or 1");
     }
   }
-  if (bytes > 0) std::memcpy(tensor.raw_data(), source, bytes);
-  return tensor;
+}
+
+// What the header says: the metadata and where each tensor's bytes lie.
+struct Layout {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;
+};
+
+// The 8-byte header length, checked against the file's size.
+uint64_t header_length(const uint8_t* first8, uint64_t file_size, const std::string& name) {
+  if (file_size < 8) {
+    fail(name, "the file has ", file_size, " bytes, fewer than the 8-byte header length");
+  }
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, first8, 8);
+  if (header_size > kMaxHeaderSize) {
+    fail(name, "header length ", header_size, " is absurd (more than ", kMaxHeaderSize,
+         " bytes); the file is corrupt or not safetensors");
+  }
+  if (header_size > file_size - 8) {
+    fail(name, "header length ", header_size, " runs past the end of the ", file_size,
+         "-byte file");
+  }
+  return header_size;
+}
+
+Layout parse_layout(const char* header_text, uint64_t header_size, uint64_t buffer_size,
+                    const std::string& name) {
+  const Json header = parse_header(header_text, static_cast<size_t>(header_size), name);
+  Layout layout;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      layout.metadata = parse_metadata(value, name);
+    } else {
+      layout.entries.push_back(parse_entry(key, value, buffer_size, name));
+    }
+  }
+  check_coverage(layout.entries, buffer_size, name);
+  return layout;
 }
 
 }  // namespace
 
 SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::string& name) {
-  if (size < 8) {
-    fail(name, "the file has ", size, " bytes, fewer than the 8-byte header length");
-  }
-  uint64_t header_size = 0;
-  std::memcpy(&header_size, data, 8);
-  if (header_size > kMaxHeaderSize) {
-    fail(name, "header length ", header_size, " is absurd (more than ", kMaxHeaderSize,
-         " bytes); the file is corrupt or not safetensors");
-  }
-  if (header_size > size - 8) {
-    fail(name, "header length ", header_size, " runs past the end of the ", size, "-byte file");
-  }
-  const Json header =
-      parse_header(reinterpret_cast<const char*>(data + 8), static_cast<size_t>(header_size), name);
-  const uint8_t* buffer = data + 8 + header_size;
+  const uint64_t header_size = header_length(data, size, name);
   const uint64_t buffer_size = size - 8 - header_size;
-
+  Layout layout =
+      parse_layout(reinterpret_cast<const char*>(data + 8), header_size, buffer_size, name);
+  const uint8_t* buffer = data + 8 + header_size;
   SafetensorsFile file;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
-    if (key == kMetadataKey) {
-      file.metadata = parse_metadata(value, name);
-    } else {
-      entries.push_back(parse_entry(key, value, buffer_size, name));
+  file.metadata = std::move(layout.metadata);
+  for (const Entry& entry : layout.entries) {
+    check_bools(entry, buffer + entry.begin, name);
+    Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
+    if (entry.end > entry.begin) {
+      std::memcpy(tensor.raw_data(), buffer + entry.begin, entry.end - entry.begin);
     }
+    file.tensors.insert(entry.key, tensor);
   }
-  check_coverage(entries, buffer_size, name);
-  for (const Entry& entry : entries) file.tensors.insert(entry.key, copy_out(entry, buffer, name));
   return file;
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    fail(path, "cannot open: ", std::strerror(error));
+  // Read, not mapped: a file truncated by another process while it loads is
+  // then an error rather than SIGBUS, and each tensor's bytes go straight
+  // into its storage, so the checkpoint is still held in memory once.
+  const RegularFile source(path, "load_safetensors");
+  uint8_t first8[8] = {};
+  if (source.size() >= 8) source.read_at(first8, 8, 0);
+  const uint64_t header_size = header_length(first8, source.size(), path);
+  std::string header(static_cast<size_t>(header_size), '\0');
+  source.read_at(header.data(), header.size(), 8);
+  const uint64_t data_start = 8 + header_size;
+  Layout layout = parse_layout(header.data(), header_size, source.size() - data_start, path);
+  SafetensorsFile file;
+  file.metadata = std::move(layout.metadata);
+  for (const Entry& entry : layout.entries) {
+    Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
+    const size_t bytes = entry.end - entry.begin;
+    if (bytes > 0) {
+      source.read_at(tensor.raw_data(), bytes, data_start + entry.begin);
+      check_bools(entry, static_cast<const uint8_t*>(tensor.raw_data()), path);
+    }
+    file.tensors.insert(entry.key, tensor);
   }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return parse_safetensors(nullptr, 0, path);
-  }
-  // One mapping instead of a read into a buffer: a checkpoint is then held
-  // in memory once (the tensors), not twice.
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int error = errno;
-  ::close(fd);
-  if (mapping == MAP_FAILED) fail(path, "cannot map ", size, " bytes: ", std::strerror(error));
-  struct Unmap {
-    void* address;
-    size_t size;
-    ~Unmap() { ::munmap(address, size); }
-  } unmap{mapping, size};
-  return parse_safetensors(static_cast<const uint8_t*>(mapping), size, path);
+  return file;
 }
 
 void save_safetensors(const std::string& path, const StateDict& tensors,

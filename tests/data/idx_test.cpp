@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include "data/idx_builder.h"
 #include "testing.h"
 
@@ -162,10 +164,34 @@ TEST(Idx, CorruptTruncatedAndPaddedGzip) {
 }
 
 TEST(Idx, GzipWithHostileHeaderFailsOnTheRealSize) {
-  // Declares 4 GiB of f64 but carries 8 bytes: must fail without trying to allocate it.
-  std::string message = parse_error(gzip(idx_bytes(0x0E, {0x8000, 0x8000, 0x10}, Bytes(8, 0))));
+  // Declares 1 GiB of f64 but carries 8 bytes: must fail without trying to allocate it.
+  std::string message = parse_error(gzip(idx_bytes(0x0E, {0x800, 0x800, 0x20}, Bytes(8, 0))));
   EXPECT_HAS(message, "hostile.idx (after gunzip)");
   EXPECT_HAS(message, "but only 8 follow");
+}
+
+TEST(Idx, GzipBombIsRefusedByItsDeclaredSizeBeforeInflating) {
+  // A header declaring more than the limit is refused as soon as it is
+  // inflated, whatever follows (here 32 MiB of zeros in a few KiB of gzip).
+  Bytes bomb = idx_bytes(0x08, {0x10000, 0x10001}, {});
+  bomb.resize(bomb.size() + (size_t{32} << 20), 0);
+  std::string message = parse_error(gzip(bomb));
+  EXPECT_HAS(message, "[parse_idx] hostile.idx: the IDX header declares 4295032844 bytes");
+  EXPECT_HAS(message, "more than the 4294967296-byte limit");
+  // Within the limit, inflating stops one byte past what the header declares.
+  Bytes padded = idx_bytes(0x08, {2}, {1, 2});
+  padded.resize(padded.size() + (size_t{32} << 20), 0);
+  message = parse_error(gzip(padded));
+  EXPECT_HAS(message, "decompresses to more than the 10 bytes its IDX header declares");
+}
+
+TEST(Idx, NamedPipeIsRefusedNotWaitedOn) {
+  DataTempDir dir("idx");
+  const std::string fifo = dir.path() + "/pipe-idx1-ubyte";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string message = error_of([&] { read_idx(fifo); });
+  EXPECT_HAS(message, "[read_idx]");
+  EXPECT_HAS(message, "is not a regular file (it is a named pipe)");
 }
 
 }  // namespace

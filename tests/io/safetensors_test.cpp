@@ -1,6 +1,12 @@
 #include "tessera/io/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +17,7 @@
 #include <vector>
 
 #include "io_testing.h"
+#include "tessera/core/file.h"
 #include "testing.h"
 
 namespace tessera {
@@ -444,6 +451,74 @@ TEST(Safetensors, OverwriteReplacesTheWholeFileAndLeavesNoTemporaryFile) {
   EXPECT_TRUE(loaded.metadata.empty());
   EXPECT_EQ(dir.entries(),
             (std::vector<std::string>{"model.safetensors", "reference.safetensors"}));
+}
+
+TEST(Safetensors, TemporaryFilesOfKilledWritersAreRemovedByTheNextSave) {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  std::string host_name = host;
+  for (char& c : host_name) {
+    if (c == '/' || c == '-') c = '_';
+  }
+  // A process that has exited (the child below), this live one, and another host.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string dead =
+      "model.safetensors.tmp-" + host_name + "-" + std::to_string(child) + "-0";
+  const std::string live =
+      "model.safetensors.tmp-" + host_name + "-" + std::to_string(::getpid()) + "-7";
+  const std::string remote = "model.safetensors.tmp-otherhost-1-0";
+  for (const std::string& name : {dead, live, remote}) write_bytes(dir.file(name), {1, 2, 3});
+  StateDict tensors;
+  tensors.insert("x", make({1, 2}, {2}));
+  save_safetensors(path, tensors);
+  std::vector<std::string> expected{"model.safetensors", live, remote};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(dir.entries(), expected);
+}
+
+TEST(Safetensors, AFileSizeLimitIsAnErrorNotAKill) {
+  TempDir dir;
+  const std::string path = dir.file("big.safetensors");
+  StateDict tensors;
+  tensors.insert("x", zeros({10000}));
+  // `ulimit -f 4`, for this test only (the soft limit goes back up after).
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const std::string message = error_of([&] { save_safetensors(path, tensors); });
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  EXPECT_HAS(message, "[save_safetensors] writing '" + path + "' failed");
+  EXPECT_HAS(message, "File too large");
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(Safetensors, ANamedPipeIsRefusedNotWaitedOn) {
+  TempDir dir;
+  const std::string path = dir.file("pipe.safetensors");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  const std::string message = error_of([&] { load_safetensors(path); });
+  EXPECT_HAS(message, "[load_safetensors] '" + path + "'");
+  EXPECT_HAS(message, "is not a regular file (it is a named pipe)");
+}
+
+TEST(RegularFile, AFileTruncatedWhileReadIsAnError) {
+  TempDir dir;
+  const std::string path = dir.file("shrinking");
+  write_bytes(path, std::vector<uint8_t>(8192, 7));
+  RegularFile file(path, "reader");
+  EXPECT_EQ(file.size(), 8192u);
+  std::vector<uint8_t> bytes(4096);
+  file.read_at(bytes.data(), bytes.size(), 0);
+  std::filesystem::resize_file(path, 5000);  // another process truncates it
+  const std::string message = error_of([&] { file.read_at(bytes.data(), bytes.size(), 4096); });
+  EXPECT_HAS(message, "[reader] '" + path + "' ended at byte 5000 while 8192 bytes were expected");
 }
 
 // PyTorch interoperability through tests/io/torch_safetensors.py; skipped
