@@ -22,6 +22,14 @@ struct Edge {
 // gradients go, and when it was recorded (later nodes run first).
 class Node {
  public:
+  Node() = default;
+  // Releases the graph behind this node iteratively: a chain of a million
+  // nodes (e.g. `running = running + loss` over an epoch) would otherwise
+  // overflow the stack through nested destructors.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
   SavedOp saved;
   std::vector<Edge> next_edges;  // one per input
   uint64_t sequence = 0;

@@ -186,6 +186,21 @@ Tensor Tensor::detach() const {
   return make_alias(*this, t.shape, t.strides, t.offset);
 }
 
+uint64_t Tensor::version() const {
+  const TensorImpl& t = impl();
+  if (t.global) return t.global->local ? t.global->local->storage->version() : 0;
+  return t.storage ? t.storage->version() : 0;
+}
+
+void Tensor::bump_version() const {
+  const TensorImpl& t = impl();
+  if (t.global) {
+    if (t.global->local) t.global->local->storage->bump_version();
+  } else if (t.storage) {
+    t.storage->bump_version();
+  }
+}
+
 Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides,
                   int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();

@@ -55,6 +55,10 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<Node> grad_fn;
   int output_nr = 0;  // which output of grad_fn this tensor is
+  // For a view made by a view op: the tensor whose storage it views (the
+  // root, for a view of a view). In-place writes consult it: a view of a
+  // leaf that requires grad may not be written while grad mode is on.
+  std::shared_ptr<TensorImpl> view_base;
   // Null for local tensors. A global tensor has no storage of its own: shape
   // is the logical shape and the data lives in global->local.
   std::shared_ptr<GlobalState> global;
@@ -134,8 +138,17 @@ class Tensor {
   // tensor needs `gradient` of its own shape.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
                 bool create_graph = false) const;
-  // Same data, cut from the graph.
+  // Same data, cut from the graph (it shares the version counter).
   Tensor detach() const;
+  // True for a tensor made by a view op (reshape, narrow, ...), whose data
+  // is its base's.
+  bool is_view() const { return impl().view_base != nullptr; }
+  // The storage's count of in-place writes (see Storage::version); 0 for a
+  // global tensor on a rank outside its placement.
+  uint64_t version() const;
+  // Records an in-place write to this tensor's data. Every in-place op calls
+  // it; code that writes through data<T>() must call it too.
+  void bump_version() const;
 
   // Views (share storage) and shape methods; see ops/view.h.
   Tensor reshape(const Shape& shape) const;
@@ -164,9 +177,13 @@ class Tensor {
   // to(cpu).
   Tensor cpu() const;
 
-  // In-place writes, outside autograd (like PyTorch's under no_grad): used by
-  // optimizers, initialisers and load_state_dict. The destination must be
-  // contiguous; `src` is cast to this dtype and broadcast to this shape.
+  // In-place writes; `src` is cast to this dtype and broadcast to this
+  // shape, and the destination must be contiguous. Under NoGradGuard
+  // (optimizers, initialisers, load_state_dict) they only write. With grad
+  // mode on, as in PyTorch: a leaf that requires grad, or a view of one, is
+  // refused; writing into a tensor of the graph records the copy (the old
+  // value gets no gradient, `src` gets it); and tensors a recorded op saved
+  // for its gradient make backward fail once they are overwritten.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }

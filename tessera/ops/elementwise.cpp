@@ -592,12 +592,77 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(*this)
 
 Tensor Tensor::clone() const { return copy(*this); }
 
+namespace {
+
+// dst.copy_(src) as autograd records it: the value dst had gets no gradient,
+// src gets dst's (summed over the dims it was broadcast along).
+const OpDef& copy_into_op() {
+  static const OpDef def = [] {
+    OpDef d;
+    d.name = "copy_";
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      return std::vector<TensorMeta>{in.at(0)};
+    };
+    d.saves_inputs = false;
+    d.grad = [](const GradContext& c) {
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) grads[0] = zeros_like(c.grad_output(0));
+      if (c.needs_input_grad(1)) {
+        grads[1] = sum_to(c.grad_output(0), c.input_meta(1).shape).to(c.input_meta(1).dtype);
+      }
+      return grads;
+    };
+    return d;
+  }();
+  return def;
+}
+
+// What grad mode allows of an in-place write of `src` into `dst`, as in
+// PyTorch. Returns true when autograd must record the write.
+bool check_in_place(const Tensor& dst, const Tensor& src, const char* op) {
+  if (!grad_enabled()) return false;
+  const TensorImpl& t = dst.impl();
+  TESSERA_CHECK(!(t.requires_grad && !t.grad_fn), "[", op, "] a leaf tensor that requires grad ",
+                "cannot be written in place while grad mode is on; write under NoGradGuard (as ",
+                "optimizers do)");
+  const TensorImpl* base = t.view_base.get();
+  TESSERA_CHECK(!(base && base->requires_grad && !base->grad_fn), "[", op, "] this ",
+                shape_str(t.shape), " tensor is a view of a leaf that requires grad (",
+                shape_str(base->shape),
+                "), and a leaf cannot be written in place while grad "
+                "mode is on; write under NoGradGuard (as optimizers do)");
+  const bool tracked = t.requires_grad || src.requires_grad() || (base && base->requires_grad);
+  if (!tracked) return false;
+  TESSERA_CHECK(base == nullptr, "[", op, "] writing in place into a view (", shape_str(t.shape),
+                " of ", shape_str(base->shape), ") is not recorded by autograd yet, and the view ",
+                "or the source is part of the autograd graph; build the new tensor out of place ",
+                "(cat, where, pad) or write under NoGradGuard");
+  TESSERA_CHECK(!dst.is_global(), "[", op, "] writing in place into a global tensor is not ",
+                "recorded by autograd yet, and the destination or the source requires grad; ",
+                "write under NoGradGuard or build the tensor with to_global");
+  return is_floating(dst.dtype());
+}
+
+// Both contiguous: writing `source` over `dst` must not read what it has
+// already overwritten.
+void check_no_partial_overlap(const Tensor& dst, const Tensor& source) {
+  if (!source.shares_storage(dst) || source.offset() == dst.offset()) return;
+  const int64_t dst_end = dst.offset() + dst.numel();
+  const int64_t source_end = source.offset() + source.numel();
+  TESSERA_CHECK(source.offset() >= dst_end || dst.offset() >= source_end,
+                "[copy_] the source and the destination overlap in memory (elements [",
+                source.offset(), ", ", source_end, ") and [", dst.offset(), ", ", dst_end,
+                ") of one storage); clone() the source first");
+}
+
+}  // namespace
+
 Tensor& Tensor::copy_(const Tensor& src) {
+  TESSERA_CHECK(src.defined(), "[copy_] the source is an undefined tensor");
+  const bool record = check_in_place(*this, src, "copy_");
   if (is_global()) {
-    TESSERA_CHECK(!(grad_enabled() && requires_grad() && is_leaf()),
-                  "[copy_] a leaf tensor that requires grad cannot be written in place while "
-                  "grad mode is on; use NoGradGuard");
     global_copy_(*this, src);
+    bump_version();
     return *this;
   }
   TESSERA_CHECK(!src.is_global(), "[copy_] cannot copy a global tensor (",
@@ -605,30 +670,36 @@ Tensor& Tensor::copy_(const Tensor& src) {
                 ") into a local one; use src.to_local() or make the destination global");
   TESSERA_CHECK(is_contiguous(), "[copy_] the destination must be contiguous, got shape ",
                 shape_str(shape()), " with strides ", shape_str(strides()));
-  TESSERA_CHECK(!(grad_enabled() && requires_grad() && is_leaf()),
-                "[copy_] a leaf tensor that requires grad cannot be written in place while "
-                "grad mode is on; use NoGradGuard");
   Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
   TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
                 " does not broadcast to the destination's shape ", shape_str(shape()));
-  NoGradGuard no_grad;
-  if (device().type != DeviceType::cpu || src.device().type != DeviceType::cpu) {
-    // CUDA has no kernels yet: a source that needs casting, broadcasting or
-    // laying out (or that overlaps the destination) is prepared on the CPU,
-    // then one copy writes it.
-    Tensor source = src;
-    if (source.dtype() != dtype() || source.shape() != shape() || !source.is_contiguous() ||
-        source.shares_storage(*this)) {
-      if (source.is_same(*this)) return *this;
-      source = source.cpu().to(dtype()).expand(shape()).contiguous();
+  {
+    NoGradGuard no_grad;
+    if (device().type != DeviceType::cpu || src.device().type != DeviceType::cpu) {
+      // CUDA has no kernels yet: a source that needs casting, broadcasting or
+      // laying out (or that overlaps the destination) is prepared on the CPU,
+      // then one copy writes it.
+      Tensor source = src;
+      if (source.dtype() != dtype() || source.shape() != shape() || !source.is_contiguous() ||
+          source.shares_storage(*this)) {
+        if (source.is_same(*this)) return *this;
+        source = source.cpu().to(dtype()).expand(shape()).contiguous();
+      }
+      device_memory::copy(raw_data(), device(), source.raw_data(), source.device(),
+                          static_cast<size_t>(numel()) * dtype_size(dtype()));
+    } else {
+      Tensor dense = src.to(dtype()).expand(shape()).contiguous();
+      check_no_partial_overlap(*this, dense);
+      if (dense.raw_data() != raw_data() && numel() > 0) {
+        std::memcpy(raw_data(), dense.raw_data(),
+                    static_cast<size_t>(numel()) * dtype_size(dtype()));
+      }
     }
-    device_memory::copy(raw_data(), device(), source.raw_data(), source.device(),
-                        static_cast<size_t>(numel()) * dtype_size(dtype()));
-    return *this;
   }
-  Tensor dense = src.to(dtype()).expand(shape()).contiguous();
-  if (dense.raw_data() != raw_data() && numel() > 0) {
-    std::memcpy(raw_data(), dense.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+  bump_version();
+  if (record) {
+    std::vector<Tensor> outputs{*this};
+    record_node(copy_into_op(), {*this, src}, {}, outputs);
   }
   return *this;
 }

@@ -5,6 +5,23 @@
 
 namespace tessera {
 
+namespace {
+
+// A saved tensor must still hold the values the forward pass used.
+void check_unmodified(const SavedOp& saved, const Tensor& tensor, uint64_t saved_version,
+                      const char* role, int index) {
+  const uint64_t version = tensor.version();
+  TESSERA_CHECK(version == saved_version,
+                "[backward] one of the tensors needed for the gradient "
+                "was modified by an in-place operation: ",
+                role, " ", index, " of '", saved.op->name, "' (", dtype_name(tensor.dtype()), " ",
+                shape_str(tensor.shape()), ") is at version ", version,
+                " but was saved at version ", saved_version,
+                "; modify a clone() instead, or modify it after backward()");
+}
+
+}  // namespace
+
 GradContext::GradContext(const SavedOp& saved, std::vector<Tensor> grad_outputs, bool create_graph)
     : saved_(saved), grad_outputs_(std::move(grad_outputs)), create_graph_(create_graph) {
   for (size_t i = 0; i < grad_outputs_.size(); ++i) {
@@ -21,11 +38,13 @@ const Tensor& GradContext::input(int i) const {
                 "first backward to backpropagate twice");
   TESSERA_CHECK(i < static_cast<int>(saved_.inputs.size()), "[", saved_.op->name,
                 "] gradient reads input ", i, " but the op declares saves_inputs = false");
+  check_unmodified(saved_, saved_.inputs[i], saved_.input_versions.at(i), "input", i);
   return saved_.inputs[i];
 }
 
 Tensor GradContext::output(int i) const {
   if (!create_graph_ && i < static_cast<int>(saved_.saved_outputs.size())) {
+    check_unmodified(saved_, saved_.saved_outputs[i], saved_.output_versions.at(i), "output", i);
     return saved_.saved_outputs[i];
   }
   std::vector<Tensor> inputs;

@@ -127,6 +127,11 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     kernel(context);
   }
 
+  if (op.view) {
+    // The root whose storage this views, so in-place writes can check it.
+    const TensorImpl& base = inputs[0].impl();
+    outputs[0].impl().view_base = base.view_base ? base.view_base : inputs[0].impl_ptr();
+  }
   if (any_requires_grad && grad_enabled() && op.differentiable) {
     record_node(op, inputs, attrs, outputs);
   }

@@ -87,6 +87,8 @@ void Adam::step() {
                        1.0 - std::pow(opts.beta1, static_cast<double>(step)),
                        1.0 - std::pow(opts.beta2, static_cast<double>(step)),
                        decoupled_weight_decay_};
+      // Autograd must see that the parameter changed (see Tensor::version).
+      for (const Tensor& written : {param, exp_avg, exp_avg_sq}) written.bump_version();
       if (param.dtype() == DType::f32) {
         adam_update(param.data<float>(), grad.data<float>(), exp_avg.data<float>(),
                     exp_avg_sq.data<float>(), param.numel(), s);

@@ -94,10 +94,12 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
                 "; pass error_if_nonfinite=false to scale anyway");
   const double scale = max_norm / (total + 1e-6);
   if (scale < 1.0) {
-    for (Tensor& grad : grads)
+    for (Tensor& grad : grads) {
+      grad.bump_version();  // written in place
       for_each_value(grad, [&](auto& value) {
         value = static_cast<std::remove_reference_t<decltype(value)>>(value * scale);
       });
+    }
   }
   return total;
 }
@@ -108,6 +110,7 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
   for (const Tensor& param : params) {
     Tensor grad = owned_grad(param);
     if (!grad.defined()) continue;
+    grad.bump_version();  // written in place
     for_each_value(grad, [&](auto& value) {
       using T = std::remove_reference_t<decltype(value)>;
       value = std::clamp(value, static_cast<T>(-clip_value), static_cast<T>(clip_value));

@@ -59,6 +59,9 @@ void SGD::step() {
         buffer = it->second.local_shard();
       }
       ++state.step;
+      // Autograd must see that the parameter changed (see Tensor::version).
+      param.bump_version();
+      if (buffer.defined()) buffer.bump_version();
       if (param.dtype() == DType::f32) {
         sgd_update(param.data<float>(), grad.data<float>(),
                    buffer.defined() ? buffer.data<float>() : nullptr, param.numel(), opts,

@@ -105,5 +105,121 @@ TEST(Autograd, LongChainsDoNotRecurse) {
   EXPECT_TRUE(all_close(x.grad(), {1.0}));
 }
 
+TEST(Autograd, DroppingAHugeGraphDoesNotRecurse) {
+  // `running = running + loss` over an epoch: releasing the graph must not
+  // overflow the stack through nested destructors.
+  Tensor x = make({1.0}).set_requires_grad();
+  Tensor running = make({0.0});
+  for (int i = 0; i < 200'000; ++i) running = add(running, x);
+  EXPECT_EQ(running.item<double>(), 2e5);
+  running = Tensor();  // drops the graph
+  // The same through saved inputs (mul saves both operands) and views.
+  Tensor product = make({1.0});
+  for (int i = 0; i < 100'000; ++i) product = mul(product.reshape({1, 1}).reshape({1}), x);
+  product = Tensor();
+  SUCCEED();
+}
+
+TEST(Autograd, OverwritingASavedOutputMakesBackwardFail) {
+  Tensor x = make({1.0}).set_requires_grad();
+  Tensor y = exp(x);  // exp's gradient reads its output
+  Tensor loss = sum(y);
+  y.fill_(0.0);
+  std::string message = error_of([&] { loss.backward(); });
+  EXPECT_HAS(message,
+             "[backward] one of the tensors needed for the gradient was modified by an "
+             "in-place operation: output 0 of 'exp' (f64 []) is at version 1 but "
+             "was saved at version 0");
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Autograd, OverwritingASavedInputMakesBackwardFail) {
+  Tensor x = make({2.0}).set_requires_grad();
+  Tensor a = mul(x, 2.0);
+  Tensor b = mul(a, a);
+  a.copy_(make({10.0}));
+  EXPECT_HAS(error_of([&] { b.backward(); }), "input 1 of 'mul' (f64 []) is at version 1");
+  // Through a detached alias, which shares the version counter.
+  Tensor w = make({3.0}).set_requires_grad();
+  Tensor square = mul(w, w);
+  w.detach().fill_(5.0);
+  EXPECT_HAS(error_of([&] { square.backward(); }), "modified by an in-place operation");
+  // Through the base of a saved view.
+  Tensor base = make({1.0, 2.0, 3.0});
+  Tensor v = base.narrow(0, 1, 2);
+  Tensor z = make({1.0, 1.0}).set_requires_grad();
+  Tensor product = sum(mul(v, z));
+  base.zero_();
+  EXPECT_HAS(error_of([&] { product.backward(); }), "'mul'");
+}
+
+TEST(Autograd, AnUnsavedTensorMayBeOverwrittenAfterUse) {
+  // add's gradient reads nothing, so overwriting its input changes nothing.
+  Tensor x = make({2.0}).set_requires_grad();
+  Tensor a = mul(x, 3.0);
+  Tensor b = add(a, 1.0);
+  a.fill_(100.0);
+  b.backward();
+  EXPECT_TRUE(all_close(x.grad(), {3.0}));
+}
+
+TEST(Autograd, InPlaceIntoALeafOrItsViewIsRefusedWithGradOn) {
+  Tensor w = make({1, 2, 3, 4}).set_requires_grad();
+  EXPECT_HAS(error_of([&] { w.copy_(make({7.0})); }), "[copy_] a leaf tensor that requires grad");
+  EXPECT_HAS(error_of([&] { w.narrow(0, 0, 2).copy_(make({7.0})); }),
+             "[copy_] this [2] tensor is a view of a leaf that requires grad ([4])");
+  EXPECT_HAS(error_of([&] { w.reshape({2, 2}).select(0, 1).fill_(0.0); }), "view of a leaf");
+  EXPECT_TRUE(all_close(w, {1, 2, 3, 4}));
+  {
+    NoGradGuard no_grad;  // as optimizers and initialisers write
+    w.narrow(0, 0, 2).copy_(make({7.0}));
+  }
+  EXPECT_TRUE(all_close(w, {7, 7, 3, 4}));
+}
+
+TEST(Autograd, CopyIntoAGraphTensorIsRecordedAsPyTorchDoes) {
+  // The old value gets no gradient; the source gets the destination's.
+  Tensor x = make({2.0, 3.0}).set_requires_grad();
+  Tensor a = mul(x, 2.0);
+  a.fill_(4.0);
+  EXPECT_FALSE(a.is_leaf());
+  Tensor b = mul(a, a);
+  sum(b).backward();
+  EXPECT_TRUE(all_close(x.grad(), {0.0, 0.0}));
+
+  Tensor source = make({1.0, 2.0}).set_requires_grad();
+  Tensor buffer = zeros({3, 2}, DType::f64);
+  buffer.copy_(source);  // broadcast along dim 0
+  EXPECT_TRUE(buffer.requires_grad());
+  sum(mul(buffer, make({1.0, 10.0}))).backward();
+  EXPECT_TRUE(all_close(source.grad(), {3.0, 30.0}));
+  // A view of a tracked tensor cannot be written with grad on yet: an error,
+  // not a missing gradient.
+  Tensor c = mul(x, 1.0);
+  EXPECT_HAS(error_of([&] { c.narrow(0, 0, 1).copy_(source.narrow(0, 0, 1)); }),
+             "into a view ([1] of [2]) is not recorded by autograd yet");
+}
+
+TEST(Autograd, OptimizerStepsBumpTheVersion) {
+  Tensor w = make({1.0, 2.0}).set_requires_grad();
+  Tensor loss = sum(mul(w, w));
+  optim::SGD sgd({w}, {.lr = 0.1});
+  sum(mul(w, 3.0)).backward();
+  const uint64_t before = w.version();
+  sgd.step();
+  EXPECT_GT(w.version(), before);
+  EXPECT_HAS(error_of([&] { loss.backward(); }), "of 'mul' (f64 [2]) is at version 1");
+}
+
+TEST(Autograd, OverlappingCopyIsRefusedLikePyTorch) {
+  Tensor x = make({0, 1, 2, 3, 4, 5});
+  EXPECT_HAS(error_of([&] { x.narrow(0, 1, 3).copy_(x.narrow(0, 0, 3)); }),
+             "[copy_] the source and the destination overlap in memory");
+  x.narrow(0, 3, 3).copy_(x.narrow(0, 0, 3));  // disjoint
+  EXPECT_TRUE(all_close(x, {0, 1, 2, 0, 1, 2}));
+  x.copy_(x);  // the same memory: nothing to do
+  EXPECT_TRUE(all_close(x, {0, 1, 2, 0, 1, 2}));
+}
+
 }  // namespace
 }  // namespace tessera::testing
