@@ -14,15 +14,15 @@ int64_t numel(const Shape& shape) {
 
 int64_t checked_add(int64_t a, int64_t b, const char* op) {
   int64_t result = 0;
-  TESSERA_CHECK(!__builtin_add_overflow(a, b, &result), "[", op, "] size arithmetic overflows: ",
-                a, " + ", b, " does not fit in int64");
+  TESSERA_CHECK(!__builtin_add_overflow(a, b, &result), "[", op, "] size arithmetic overflows: ", a,
+                " + ", b, " does not fit in int64");
   return result;
 }
 
 int64_t checked_mul(int64_t a, int64_t b, const char* op) {
   int64_t result = 0;
-  TESSERA_CHECK(!__builtin_mul_overflow(a, b, &result), "[", op, "] size arithmetic overflows: ",
-                a, " * ", b, " does not fit in int64");
+  TESSERA_CHECK(!__builtin_mul_overflow(a, b, &result), "[", op, "] size arithmetic overflows: ", a,
+                " * ", b, " does not fit in int64");
   return result;
 }
 

@@ -59,8 +59,9 @@ void check_same_dtype(const std::vector<TensorMeta>& in, const char* op) {
 std::pair<int64_t, int64_t> check_geometry(const Shape& x, const Shape& w, const ConvAttrs& a,
                                            const char* op) {
   TESSERA_CHECK(x[1] == checked_mul(w[1], a.groups, op), "[", op, "] input has ", x[1],
-                " channels (shape ", shape_str(x), ") but weight ", shape_str(w), " with groups=",
-                a.groups, " expects ", w[1] * a.groups, " (weight.shape[1] * groups)");
+                " channels (shape ", shape_str(x), ") but weight ", shape_str(w),
+                " with groups=", a.groups, " expects ", w[1] * a.groups,
+                " (weight.shape[1] * groups)");
   TESSERA_CHECK(w[0] % a.groups == 0, "[", op, "] weight has ", w[0],
                 " output channels (shape ", shape_str(w), "), not divisible by groups=", a.groups);
   TESSERA_CHECK(w[2] >= 1 && w[3] >= 1, "[", op, "] kernel size must be at least 1x1, got weight ",

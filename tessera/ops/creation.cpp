@@ -13,7 +13,9 @@ namespace tessera {
 namespace {
 
 // Sizes non-negative and the element count within int64.
-void check_shape(const Shape& shape, const char* op) { checked_numel(shape, op); }
+void check_shape(const Shape& shape, const char* op) {
+  checked_numel(shape, op);
+}
 
 OpDef factory_def(const char* name) {
   OpDef def;
@@ -58,7 +60,7 @@ Attrs fill_attrs(const Shape& shape, Scalar value, DType dtype) {
 // in range (an unsigned dtype also takes negatives down to -max, wrapping).
 void check_fits(Scalar value, DType dtype, const char* op) {
   if (is_floating(dtype) || dtype == DType::boolean) return;
-  const double max = dtype == DType::i64 ? 9223372036854775808.0  // 2^63, exclusive
+  const double max = dtype == DType::i64   ? 9223372036854775808.0  // 2^63, exclusive
                      : dtype == DType::i32 ? 2147483648.0
                                            : 256.0;
   const double min = dtype == DType::i64 ? -max : dtype == DType::i32 ? -max : -(max - 1);

@@ -224,10 +224,10 @@ const OpDef& slice_op = register_op([] {
     // With at most one element the stride is never used; keeping it avoids a
     // spurious overflow for a huge step.
     if (shape[dim] > 1) strides[dim] = checked_mul(strides[dim], step, "slice");
-    int64_t offset = shape[dim] == 0 ? x.offset()
-                                     : checked_add(x.offset(),
-                                                   checked_mul(start, x.strides()[dim], "slice"),
-                                                   "slice");
+    int64_t offset =
+        shape[dim] == 0
+            ? x.offset()
+            : checked_add(x.offset(), checked_mul(start, x.strides()[dim], "slice"), "slice");
     return make_alias(x, shape, strides, offset);
   };
   def.saves_inputs = false;
@@ -387,9 +387,8 @@ Tensor Tensor::narrow(int64_t dim_index, int64_t start, int64_t length) const {
   int64_t size = shape()[d];
   if (start < 0) start += size;
   TESSERA_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start,
-                "[narrow] start ", start,
-                " and length ", length, " do not fit dim ", d, " of size ", size,
-                "; need 0 <= start and start + length <= size");
+                "[narrow] start ", start, " and length ", length, " do not fit dim ", d,
+                " of size ", size, "; need 0 <= start and start + length <= size");
   return slice(d, start, start + length, 1);
 }
 
@@ -414,8 +413,8 @@ Tensor Tensor::expand(const Shape& target) const {
       TESSERA_CHECK(d >= lead, "[expand] -1 is not allowed for new leading dims");
       resolved[d] = own;
     }
-    TESSERA_CHECK(resolved[d] >= 0, "[expand] invalid size ", target[d], " in ",
-                  shape_str(target), "; sizes must be >= 0, or -1 to keep a dim");
+    TESSERA_CHECK(resolved[d] >= 0, "[expand] invalid size ", target[d], " in ", shape_str(target),
+                  "; sizes must be >= 0, or -1 to keep a dim");
     TESSERA_CHECK(own == resolved[d] || own == 1, "[expand] cannot expand shape ",
                   shape_str(shape()), " to ", shape_str(target),
                   "; only dims of size 1 can grow");

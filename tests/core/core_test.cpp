@@ -172,7 +172,6 @@ TEST(Dispatch, MissingKernelNamesOpAndDtype) {
   EXPECT_THROW(find_op("no_such_op"), Error);
 }
 
-
 TEST(Shape, CheckedArithmeticNamesTheOpOnOverflow) {
   const int64_t big = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(checked_add(big - 1, 1, "op"), big);

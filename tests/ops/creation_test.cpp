@@ -111,7 +111,6 @@ TESSERA_SBP_CASE("randint", [] { return std::vector<Tensor>{}; },
                  factory({4, 3}, DType::i64).set("seed", int64_t{1}).set("offset", int64_t{0})
                      .set("low", int64_t{0}).set("high", int64_t{9}));
 
-
 TEST(FullConversion, ValuesThatDoNotFitAnIntegerDtypeAreErrors) {
   // PyTorch: torch.full((2,), nan, dtype=torch.int64) raises "value cannot
   // be converted to type int64_t without overflow"; so do inf and 1e30.
@@ -141,7 +140,8 @@ TEST(Randint, FullInt64RangeWrapsWithoutOverflow) {
   const int64_t low = std::numeric_limits<int64_t>::min();
   const int64_t high = std::numeric_limits<int64_t>::max();
   Generator generator(7);
-  std::vector<int64_t> values = randint(low, high, {256}, DType::i64, &generator).to_vector<int64_t>();
+  std::vector<int64_t> values =
+      randint(low, high, {256}, DType::i64, &generator).to_vector<int64_t>();
   int64_t negative = 0;
   for (int64_t value : values) negative += value < 0;
   // Uniform over the whole range: about half negative; exact integers, so

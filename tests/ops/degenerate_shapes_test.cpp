@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 using Args = std::vector<int64_t>;
 using Family = std::function<Tensor(const Tensor&, const Args&)>;
 
-Dims tail(const Args& args) { return Dims(args.begin() + 1, args.end()); }
+Dims tail(const Args& args) {
+  return Dims(args.begin() + 1, args.end());
+}
 
 // The same functions as FAMILIES in torch_degenerate.py, through the public API.
 const std::map<std::string, Family>& families() {
@@ -46,12 +48,16 @@ const std::map<std::string, Family>& families() {
        }},
       {"softmax", [](const Tensor& x, const Args& a) { return softmax(x, a[0]); }},
       {"log_softmax", [](const Tensor& x, const Args& a) { return log_softmax(x, a[0]); }},
-      {"cat", [](const Tensor& x, const Args& a) { return cat({x, mul(x, 2.0)}, a[0]); }},
-      {"stack", [](const Tensor& x, const Args& a) { return stack({x, mul(x, 2.0)}, a[0]); }},
-      {"squeeze",
+      {"cat",
        [](const Tensor& x, const Args& a) {
-         return a.empty() ? x.squeeze() : x.squeeze(a[0]);
+         return cat({x, mul(x, 2.0)}, a[0]);
        }},
+      {"stack",
+       [](const Tensor& x, const Args& a) {
+         return stack({x, mul(x, 2.0)}, a[0]);
+       }},
+      {"squeeze",
+       [](const Tensor& x, const Args& a) { return a.empty() ? x.squeeze() : x.squeeze(a[0]); }},
       {"unsqueeze", [](const Tensor& x, const Args& a) { return x.unsqueeze(a[0]); }},
       {"flatten", [](const Tensor& x, const Args& a) { return x.flatten(a[0], a[1]); }},
       {"transpose", [](const Tensor& x, const Args& a) { return x.transpose(a[0], a[1]); }},
@@ -62,10 +68,8 @@ const std::map<std::string, Family>& families() {
        [](const Tensor& x, const Args& a) {
          return index_select(x, a[0], Tensor::from_vector<int64_t>({0}, {1}));
        }},
-      {"gather",
-       [](const Tensor& x, const Args& a) {
-         return gather(x, a[0], zeros(x.shape(), DType::i64));
-       }},
+      {"gather", [](const Tensor& x,
+                    const Args& a) { return gather(x, a[0], zeros(x.shape(), DType::i64)); }},
       {"tril", [](const Tensor& x, const Args& a) { return tril(x, a[0]); }},
       {"triu", [](const Tensor& x, const Args& a) { return triu(x, a[0]); }},
       {"split", [](const Tensor& x, const Args& a) { return cat(split(x, a[1], a[0]), a[0]); }},
@@ -86,8 +90,7 @@ const std::map<std::string, Family>& families() {
       {"where", [](const Tensor& x, const Args&) { return where(gt(x, 0.0), x, neg(x)); }},
       {"clamp", [](const Tensor& x, const Args&) { return clamp(x, -0.5, 0.5); }},
       {"eq", [](const Tensor& x, const Args&) { return eq(x, x); }},
-      {"matmul",
-       [](const Tensor& x, const Args&) { return matmul(x, x.transpose(-1, -2)); }},
+      {"matmul", [](const Tensor& x, const Args&) { return matmul(x, x.transpose(-1, -2)); }},
       {"layer_norm",
        [](const Tensor& x, const Args& a) {
          Shape normalized(x.shape().end() - a[0], x.shape().end());
@@ -140,8 +143,8 @@ std::vector<Case> all_cases() {
         for (int64_t d : dims_to_try(ndim)) add(family, {keepdim, d});
       }
     }
-    for (const char* family : {"softmax", "log_softmax", "cat", "squeeze", "index_select",
-                               "gather"}) {
+    for (const char* family :
+         {"softmax", "log_softmax", "cat", "squeeze", "index_select", "gather"}) {
       for (int64_t d : dims_to_try(ndim)) add(family, {d});
     }
     add("squeeze", {});
@@ -167,9 +170,9 @@ std::vector<Case> all_cases() {
       add("tril", {diagonal});
       add("triu", {diagonal});
     }
-    for (const char* family : {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu",
-                               "softplus", "square", "add", "mul", "maximum", "where", "clamp",
-                               "eq", "matmul"}) {
+    for (const char* family :
+         {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu", "softplus", "square",
+          "add", "mul", "maximum", "where", "clamp", "eq", "matmul"}) {
       add(family, {});
     }
     if (ndim >= 1) add("layer_norm", {1});

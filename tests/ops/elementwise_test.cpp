@@ -348,7 +348,6 @@ TESSERA_SBP_CASE("where", [] {
   return std::vector<Tensor>{gt(uniform({5, 4}), 0), uniform({5, 4}, -1, 1, 2), uniform({5, 4}, -1, 1, 3)};
 });
 
-
 TEST(IntegerWraparound, MatchesPyTorchWithoutUndefinedBehaviour) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   const int64_t min = std::numeric_limits<int64_t>::min();

@@ -194,7 +194,6 @@ TESSERA_SBP_CASE(
           {"after", std::vector<int64_t>{2, 0, 1}},
           {"mode", std::string("circular")}});
 
-
 TEST(PadOverflow, HugePadsAreAnErrorNamingTheOp) {
   Tensor x = uniform({2, 3});
   const int64_t huge = int64_t{1} << 62;

@@ -268,7 +268,6 @@ TESSERA_SBP_CASE("avg_pool2d_backward", [] {
   return std::vector<Tensor>{uniform({4, 3, 4, 7}, -1, 1, 2)};
 }, pool_attrs({3, 2}, {2, 1}, {1, 1}).set("count_include_pad", true).set("input_size", Ints{7, 6}));
 
-
 TEST(MaxPool2dHugeKernel, FinishesWithTheWindowClippedToTheInput) {
   // A 2^40 kernel with padding 2^39 covers the whole 3x3 input in one window
   // (PyTorch rejects it only because its kernels count in 32 bits).

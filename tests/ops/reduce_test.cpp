@@ -177,7 +177,6 @@ TESSERA_SBP_CASE("min", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, 
 TESSERA_SBP_CASE("argmax", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, dims_attrs({1}, false));
 TESSERA_SBP_CASE("argmin", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, dims_attrs({2}, true));
 
-
 TEST(Logsumexp, InfiniteEntriesFollowPyTorch) {
   // PyTorch: logsumexp([inf, 1]) = inf, ([inf, -inf]) = inf, ([nan, inf]) = nan,
   // ([-inf, -inf]) = -inf.

@@ -51,8 +51,8 @@ void full_kernel(KernelContext& ctx) {
   double value = ctx.attrs.f("value");
   const bool exact = ctx.attrs.has("int_value");
   TESSERA_DISPATCH_ALL(out.dtype(), "full", [&] {
-    scalar_t fill = exact ? from_int64<scalar_t>(ctx.attrs.i("int_value"))
-                          : from_double<scalar_t>(value);
+    scalar_t fill =
+        exact ? from_int64<scalar_t>(ctx.attrs.i("int_value")) : from_double<scalar_t>(value);
     scalar_t* data = out.data<scalar_t>();
     parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) data[i] = fill;

@@ -48,9 +48,10 @@ void for_each_plane(const PoolGeometry& g, Fn&& fn) {
   const double work = std::max(1.0, static_cast<double>(g.oh) * static_cast<double>(g.ow) *
                                         static_cast<double>(std::min(g.kh, g.h + 2 * g.ph)) *
                                         static_cast<double>(std::min(g.kw, g.w + 2 * g.pw)));
-  parallel_for(0, g.planes, std::max<int64_t>(1, static_cast<int64_t>(32768 / work)), [&](int64_t lo, int64_t hi) {
-    for (int64_t plane = lo; plane < hi; ++plane) fn(plane);
-  });
+  parallel_for(0, g.planes, std::max<int64_t>(1, static_cast<int64_t>(32768 / work)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t plane = lo; plane < hi; ++plane) fn(plane);
+               });
 }
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;

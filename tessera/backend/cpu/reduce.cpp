@@ -201,7 +201,8 @@ void sum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
       std::vector<Acc> acc(hi - lo, Acc(0));
       for (int64_t r = 0; r < reduced; ++r) {
         const T* row = px + r * row_stride;
-        for (int64_t k = lo; k < hi; ++k) acc[k - lo] = wrapping_add(acc[k - lo], static_cast<Acc>(row[k]));
+        for (int64_t k = lo; k < hi; ++k)
+          acc[k - lo] = wrapping_add(acc[k - lo], static_cast<Acc>(row[k]));
       }
       for (int64_t k = lo; k < hi; ++k) po[k] = static_cast<Out>(acc[k - lo]);
     });

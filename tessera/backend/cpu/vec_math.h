@@ -36,8 +36,8 @@ template <typename T>
 T wrapping_mul(T a, T b) {
   // uint8/uint16 promote to int before multiplying; go through unsigned int
   // so that the product cannot overflow int either.
-  using Wide = std::conditional_t<std::is_integral_v<T> && sizeof(T) < sizeof(unsigned),
-                                  unsigned, WrapType<T>>;
+  using Wide = std::conditional_t<std::is_integral_v<T> && sizeof(T) < sizeof(unsigned), unsigned,
+                                  WrapType<T>>;
   return static_cast<T>(static_cast<Wide>(static_cast<WrapType<T>>(a)) *
                         static_cast<Wide>(static_cast<WrapType<T>>(b)));
 }
