@@ -427,8 +427,8 @@ Tensor Tensor::expand(const Shape& target) const {
 Tensor Tensor::squeeze(std::optional<int64_t> dim_index) const {
   Shape shape_out;
   if (dim_index) {
-    if (dim() == 0) return *this;
     int64_t d = normalize_dim(*dim_index, dim(), "squeeze");
+    if (dim() == 0) return *this;
     shape_out = shape();
     if (shape_out[d] == 1) shape_out.erase(shape_out.begin() + d);
   } else {
@@ -447,9 +447,9 @@ Tensor Tensor::unsqueeze(int64_t dim_index) const {
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
   int64_t lo = normalize_dim(start_dim, dim(), "flatten");
   int64_t hi = normalize_dim(end_dim, dim(), "flatten");
+  if (dim() == 0) return reshape({1});
   TESSERA_CHECK(lo <= hi, "[flatten] start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape shape_out(shape().begin(), shape().begin() + lo);
   int64_t merged = 1;
