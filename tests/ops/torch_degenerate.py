@@ -8,7 +8,8 @@ writes one line to OUT:
 
   ok|shape|values|gradient   the result (shape, flattened values) and, for
                              a floating result, d sum(y * y) / dx (flattened;
-                             "-" when y does not depend on x differentiably)
+                             "-" when y does not depend on x differentiably
+                             or PyTorch's backward fails)
   error|message              PyTorch rejects the case
 
 Usage: python3 tests/ops/torch_degenerate.py CASES OUT
@@ -28,9 +29,9 @@ def reduction(fn, needs_dim=False):
     def run(x, args):
         dims, keepdim = reduce_dims(args)
         if not dims:
-            if needs_dim:
+            if needs_dim or keepdim:
                 return fn(x, dim=list(range(x.dim())), keepdim=keepdim)
-            return fn(x, keepdim=keepdim) if keepdim else fn(x)
+            return fn(x)
         return fn(x, dim=dims, keepdim=keepdim)
     return run
 
@@ -116,8 +117,11 @@ def run_case(line):
         return "error|" + str(error).splitlines()[0].replace("|", "/")
     gradient = "-"
     if y.dtype.is_floating_point and y.requires_grad:
-        (grad,) = torch.autograd.grad((y * y).sum(), x, allow_unused=True)
-        gradient = numbers(grad.flatten().tolist()) if grad is not None else "-"
+        try:
+            (grad,) = torch.autograd.grad((y * y).sum(), x, allow_unused=True)
+            gradient = numbers(grad.flatten().tolist()) if grad is not None else "-"
+        except RuntimeError:
+            pass  # PyTorch 1.13's own backward fails on a few size-1 cases (var over [1])
     shape_out = ",".join(str(s) for s in y.shape)
     return "ok|%s|%s|%s" % (shape_out, numbers(y.detach().flatten().tolist()), gradient)
 
