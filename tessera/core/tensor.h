@@ -223,9 +223,9 @@ T* Tensor::data() const {
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
-  TESSERA_CHECK(static_cast<int64_t>(values.size()) == tessera::numel(shape),
-                "[from_vector] got ", values.size(), " values for shape ", shape_str(shape),
-                " which holds ", tessera::numel(shape));
+  const int64_t count = checked_numel(shape, "from_vector");
+  TESSERA_CHECK(static_cast<int64_t>(values.size()) == count, "[from_vector] got ", values.size(),
+                " values for shape ", shape_str(shape), " which holds ", count);
   Tensor out = empty(shape, DTypeOf<T>::value);
   T* dst = out.data<T>();
   for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i];

@@ -24,7 +24,7 @@ const OpDef& cat_op = register_op([] {
                     shape_str(in[0].shape), " and ", shape_str(meta.shape),
                     " must match in dtype and in every dim but ", dim);
     }
-    for (const TensorMeta& meta : in) shape[dim] += meta.shape[dim];
+    for (const TensorMeta& meta : in) shape[dim] = checked_add(shape[dim], meta.shape[dim], "cat");
     return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
   };
   def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -136,7 +136,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sections,
   for (int64_t section : sections) {
     TESSERA_CHECK(section >= 0, "[split] section sizes must be non-negative, got ",
                   shape_str(sections));
-    total += section;
+    total = checked_add(total, section, "split");
   }
   TESSERA_CHECK(total == x.shape()[d], "[split] sections ", shape_str(sections), " sum to ", total,
                 " but dim ", d, " of shape ", shape_str(x.shape()), " has size ", x.shape()[d]);

@@ -15,12 +15,6 @@ const Sbp kB = Sbp::broadcast();
 const Sbp kPs = Sbp::partial_sum();
 Sbp split(int64_t axis) { return Sbp::split(axis); }
 
-// Output length of one spatial dim, or -1 when the dilated kernel does not fit.
-int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
-  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
-  return span < 0 ? -1 : span / stride + 1;
-}
-
 struct ConvAttrs {
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups;
@@ -64,15 +58,16 @@ void check_same_dtype(const std::vector<TensorMeta>& in, const char* op) {
 // output's spatial size.
 std::pair<int64_t, int64_t> check_geometry(const Shape& x, const Shape& w, const ConvAttrs& a,
                                            const char* op) {
-  TESSERA_CHECK(x[1] == w[1] * a.groups, "[", op, "] input has ", x[1],
-                " channels (shape ", shape_str(x), ") but weight ", shape_str(w), " with groups=",
-                a.groups, " expects ", w[1] * a.groups, " (weight.shape[1] * groups)");
-  TESSERA_CHECK(w[2] >= 1 && w[3] >= 1, "[", op, "] kernel size must be at least 1x1, got weight ",
-                shape_str(w));
+  TESSERA_CHECK(x[1] == checked_mul(w[1], a.groups, op), "[", op, "] input has ", x[1],
+                " channels (shape ", shape_str(x), ") but weight ", shape_str(w),
+                " with groups=", a.groups, " expects ", w[1] * a.groups,
+                " (weight.shape[1] * groups)");
   TESSERA_CHECK(w[0] % a.groups == 0, "[", op, "] weight has ", w[0],
                 " output channels (shape ", shape_str(w), "), not divisible by groups=", a.groups);
-  int64_t oh = out_size(x[2], w[2], a.stride[0], a.padding[0], a.dilation[0]);
-  int64_t ow = out_size(x[3], w[3], a.stride[1], a.padding[1], a.dilation[1]);
+  TESSERA_CHECK(w[2] >= 1 && w[3] >= 1, "[", op, "] kernel size must be at least 1x1, got weight ",
+                shape_str(w));
+  int64_t oh = window_output_size(x[2], w[2], a.stride[0], a.padding[0], a.dilation[0], op);
+  int64_t ow = window_output_size(x[3], w[3], a.stride[1], a.padding[1], a.dilation[1], op);
   TESSERA_CHECK(oh >= 1 && ow >= 1, "[", op, "] kernel ", w[2], "x", w[3], " with dilation ",
                 shape_str(a.dilation), " does not fit the padded input: input ", shape_str(x),
                 ", padding ", shape_str(a.padding),

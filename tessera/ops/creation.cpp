@@ -12,10 +12,9 @@ namespace tessera {
 
 namespace {
 
+// Sizes non-negative and the element count within int64.
 void check_shape(const Shape& shape, const char* op) {
-  for (int64_t size : shape) {
-    TESSERA_CHECK(size >= 0, "[", op, "] sizes must be non-negative, got shape ", shape_str(shape));
-  }
+  checked_numel(shape, op);
 }
 
 OpDef factory_def(const char* name) {
@@ -48,12 +47,45 @@ Attrs random_attrs(const Shape& shape, DType dtype, Generator* generator) {
 
 }  // namespace
 
+namespace {
+
+// full's attrs: the value as a double and, for an integer, exactly.
+Attrs fill_attrs(const Shape& shape, Scalar value, DType dtype) {
+  Attrs attrs{{"shape", shape}, {"dtype", dtype}, {"value", value.to_double()}};
+  if (value.is_integral() || value.is_bool()) attrs.set("int_value", value.to_int64());
+  return attrs;
+}
+
+// PyTorch's rule for filling an integer dtype: the value must be finite and
+// in range (an unsigned dtype also takes negatives down to -max, wrapping).
+void check_fits(Scalar value, DType dtype, const char* op) {
+  if (is_floating(dtype) || dtype == DType::boolean) return;
+  const double max = dtype == DType::i64   ? 9223372036854775808.0  // 2^63, exclusive
+                     : dtype == DType::i32 ? 2147483648.0
+                                           : 256.0;
+  const double min = dtype == DType::i64 ? -max : dtype == DType::i32 ? -max : -(max - 1);
+  bool fits = value.is_integral() || value.is_bool()
+                  ? value.to_int64() >= static_cast<int64_t>(min) &&
+                        (dtype == DType::i64 || value.to_int64() < static_cast<int64_t>(max))
+                  : value.to_double() >= min && value.to_double() < max;
+  TESSERA_CHECK(fits, "[", op, "] value ", value.to_double(), " cannot be converted to ",
+                dtype_name(dtype), " without overflow; valid: finite values in [", min, ", ", max,
+                ")");
+}
+
+}  // namespace
+
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
   check_shape(shape, "full");
   DType resolved = dtype.value_or(value.is_bool()       ? DType::boolean
                                   : value.is_integral() ? DType::i64
                                                         : DType::f32);
-  return call1(full_op, {}, {{"shape", shape}, {"dtype", resolved}, {"value", value.to_double()}});
+  check_fits(value, resolved, "full");
+  return call1(full_op, {}, fill_attrs(shape, value, resolved));
+}
+
+Tensor scalar_tensor(Scalar value, DType dtype) {
+  return call1(full_op, {}, fill_attrs({}, value, dtype));
 }
 
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
@@ -106,6 +138,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
 Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype) {
   int64_t cols = m.value_or(n);
   TESSERA_CHECK(n >= 0 && cols >= 0, "[eye] sizes must be non-negative, got ", n, " x ", cols);
+  check_shape({n, cols}, "eye");
   return call1(eye_op, {}, {{"shape", Shape{n, cols}}, {"dtype", dtype}});
 }
 
@@ -138,7 +171,7 @@ Attrs region_attrs(const char* op, const Shape& shape, const std::vector<int64_t
   check_shape(size, op);
   bool inside = start.size() == shape.size() && size.size() == shape.size();
   for (size_t d = 0; inside && d < shape.size(); ++d) {
-    inside = start[d] >= 0 && start[d] + size[d] <= shape[d];
+    inside = start[d] >= 0 && start[d] <= shape[d] && size[d] <= shape[d] - start[d];
   }
   TESSERA_CHECK(inside, "[", op, "] region starting at ", shape_str(start), " of size ",
                 shape_str(size), " is not inside shape ", shape_str(shape));

@@ -14,6 +14,10 @@ namespace tessera {
 Tensor zeros(const Shape& shape, DType dtype = DType::f32);
 Tensor ones(const Shape& shape, DType dtype = DType::f32);
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+// A 0-d tensor of `value` converted to `dtype` without range checks: an
+// integer wraps into a narrower integer dtype, as PyTorch does for the scalar
+// operand of x + 2 (full, by contrast, rejects a value that does not fit).
+Tensor scalar_tensor(Scalar value, DType dtype);
 // Zeros of meta's shape (and dtype unless given), global with meta's layout
 // when meta is global: what gradient functions start from.
 Tensor zeros_for(const TensorMeta& meta, std::optional<DType> dtype = std::nullopt);

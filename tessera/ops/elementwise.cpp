@@ -389,7 +389,7 @@ Tensor binary(const OpDef& op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor scalar_like(const Tensor& a, Scalar value) {
-  return Tensor::scalar(value.to_double(), value.result_dtype(a.dtype()));
+  return scalar_tensor(value, value.result_dtype(a.dtype()));
 }
 
 }  // namespace
@@ -579,7 +579,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   TESSERA_CHECK(shape == x.shape(), "[masked_fill] mask of shape ", shape_str(mask.shape()),
                 " must broadcast to x's shape ", shape_str(x.shape()));
-  return where(mask, Tensor::scalar(value.to_double(), x.dtype()), x);
+  return where(mask, scalar_tensor(value, x.dtype()), x);
 }
 
 Tensor cast(const Tensor& x, DType dtype) { return call1(cast_op, {x}, {{"dtype", dtype}}); }

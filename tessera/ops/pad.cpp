@@ -134,13 +134,16 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
   const bool constant = mode == "constant";
   TESSERA_CHECK(constant || value == 0.0, "[pad] mode \"", mode, "\" takes no value (got ", value,
                 "); only \"constant\" fills with a value");
+  Shape padded = x.shape();
   for (int64_t d = 0; d < ndim; ++d) {
     int64_t size = x.shape()[d], b = before[d], a = after[d];
     if (b == 0 && a == 0) continue;
+    padded[d] = checked_add(checked_add(size, b, "pad"), a, "pad");
     if (constant) {
-      TESSERA_CHECK(size + std::min<int64_t>(b, 0) + std::min<int64_t>(a, 0) >= 0, "[pad] pads (",
-                    b, ", ", a, ") on dim ", d, " of size ", size, " crop ",
-                    -std::min<int64_t>(b, 0) - std::min<int64_t>(a, 0),
+      const int64_t kept = checked_add(checked_add(size, std::min<int64_t>(b, 0), "pad"),
+                                       std::min<int64_t>(a, 0), "pad");
+      TESSERA_CHECK(kept >= 0, "[pad] pads (", b, ", ", a, ") on dim ", d, " of size ", size,
+                    " would leave ", kept,
                     " elements; negative pads may crop at most the dim's size");
       continue;
     }
@@ -156,6 +159,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
                     " of size ", size, " must each be at most the size");
     }
   }
+  checked_numel(padded, "pad");
   return pad_with(x, before, after, mode, value);
 }
 

@@ -33,8 +33,8 @@ Attrs pool_attrs(const Ints& kernel, const Ints& stride, const Ints& padding, co
   Ints dilated = dilation.empty() ? Ints{1, 1} : dilation;
   check_pair(dilated, "dilation", 1);
   for (int d = 0; d < 2; ++d) {
-    int64_t extent = dilated[d] * (kernel[d] - 1) + 1;
-    TESSERA_CHECK(padding[d] * 2 <= extent, "[", op, "] padding ", shape_str(padding),
+    int64_t extent = checked_add(checked_mul(dilated[d], kernel[d] - 1, op), 1, op);
+    TESSERA_CHECK(padding[d] <= extent / 2, "[", op, "] padding ", shape_str(padding),
                   " must be at most half the (dilated) kernel size ", shape_str(kernel));
   }
   Attrs attrs{{"kernel_size", kernel}, {"stride", resolved}, {"padding", padding}};
@@ -59,11 +59,11 @@ Shape pooled_shape(const Shape& x, const Attrs& attrs, const char* op) {
   Shape out(x.begin(), x.end() - 2);
   for (int d = 0; d < 2; ++d) {
     int64_t size = x[x.size() - 2 + d];
-    int64_t span = size + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1;
-    TESSERA_CHECK(span >= 0, "[", op, "] kernel ", shape_str(kernel), " (dilation ",
+    int64_t length = window_output_size(size, kernel[d], stride[d], padding[d], dilation[d], op);
+    TESSERA_CHECK(length >= 1, "[", op, "] kernel ", shape_str(kernel), " (dilation ",
                   shape_str(dilation), ") does not fit input ", shape_str(x), " with padding ",
                   shape_str(padding), "; the output would be empty");
-    out.push_back(span / stride[d] + 1);
+    out.push_back(length);
   }
   return out;
 }

@@ -146,7 +146,8 @@ Tensor arg_extremum(const OpDef& op, const Tensor& x, std::optional<int64_t> dim
   int64_t d = normalize_dim(*dim, x.dim(), op.name.c_str());
   TESSERA_CHECK(x.dim() == 0 || x.shape()[d] > 0, "[", op.name, "] cannot reduce over dim ", d,
                 " of size 0 (shape ", shape_str(x.shape()), ")");
-  return call1(op, {x}, {{"dims", Dims{d}}, {"keepdim", keepdim}});
+  // A 0-d tensor has no axis d: its value is its own extremum, at index 0.
+  return call1(op, {x}, {{"dims", x.dim() == 0 ? Dims{} : Dims{d}}, {"keepdim", keepdim}});
 }
 
 int64_t reduced_count(const Tensor& x, const Dims& normalized) {
@@ -196,8 +197,9 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
                 dtype_name(x.dtype()));
   Dims normalized = normalize_dims(dims, x.dim(), "logsumexp");
   Tensor shift = max(x.detach(), normalized, true);
-  // An all -inf slice would give nan from (-inf) - (-inf); shift by 0 there.
-  shift = where(eq(shift, -std::numeric_limits<double>::infinity()), zeros_like(shift), shift);
+  // An infinite maximum would give nan from inf - inf (an all -inf slice, or
+  // a +inf entry); shift by 0 there, as PyTorch does: the sum is then inf or 0.
+  shift = where(eq(abs(shift), std::numeric_limits<double>::infinity()), zeros_like(shift), shift);
   Tensor total = log(sum(exp(sub(x, shift)), normalized, true));
   Tensor result = add(total, shift);
   if (!keepdim) result = result.reshape(reduced_shape(x.shape(), normalized, false));

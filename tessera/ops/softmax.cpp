@@ -59,7 +59,10 @@ Tensor apply(const OpDef& op, const Tensor& x, int64_t dim) {
   TESSERA_CHECK(is_floating(x.dtype()), "[", op.name, "] needs a floating tensor, got ",
                 dtype_name(x.dtype()), " of shape ", shape_str(x.shape()),
                 "; cast first (x.to(DType::f32))");
-  return call1(op, {x}, {{"dim", normalize_dim(dim, x.dim(), op.name.c_str())}});
+  int64_t d = normalize_dim(dim, x.dim(), op.name.c_str());
+  // A 0-d tensor is one row of one element; the kernels index shape[dim].
+  if (x.dim() == 0) return apply(op, x.reshape({1}), 0).reshape({});
+  return call1(op, {x}, {{"dim", d}});
 }
 
 }  // namespace

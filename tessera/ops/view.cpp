@@ -23,7 +23,7 @@ Shape infer_size(const Shape& shape, int64_t count, const char* op) {
       infer_at = static_cast<int64_t>(i);
     } else {
       TESSERA_CHECK(shape[i] >= 0, "[", op, "] invalid size ", shape[i], " in ", shape_str(shape));
-      known *= shape[i];
+      known = checked_mul(known, shape[i], op);
     }
   }
   if (infer_at >= 0) {
@@ -31,7 +31,8 @@ Shape infer_size(const Shape& shape, int64_t count, const char* op) {
                   shape_str(shape), " for ", count, " elements");
     out[infer_at] = count / known;
   }
-  TESSERA_CHECK(numel(out) == count, "[", op, "] shape ", shape_str(shape), " holds ", numel(out),
+  const int64_t holds = checked_numel(out, op);
+  TESSERA_CHECK(holds == count, "[", op, "] shape ", shape_str(shape), " holds ", holds,
                 " elements but the input has ", count);
   return out;
 }
@@ -192,8 +193,10 @@ const OpDef& permute_op = register_op([] {
   return def;
 }());
 
+// start <= end are clipped into [0, size], so end - start cannot overflow;
+// the rounding up is written so that a step near INT64_MAX cannot either.
 int64_t slice_length(int64_t start, int64_t end, int64_t step) {
-  return end > start ? (end - start + step - 1) / step : 0;
+  return end > start ? (end - start - 1) / step + 1 : 0;
 }
 
 const OpDef& slice_op = register_op([] {
@@ -218,8 +221,14 @@ const OpDef& slice_op = register_op([] {
     Shape shape = x.shape();
     Strides strides = x.strides();
     shape[dim] = slice_length(start, attrs.i("end"), step);
-    strides[dim] *= step;
-    return make_alias(x, shape, strides, x.offset() + start * x.strides()[dim]);
+    // With at most one element the stride is never used; keeping it avoids a
+    // spurious overflow for a huge step.
+    if (shape[dim] > 1) strides[dim] = checked_mul(strides[dim], step, "slice");
+    int64_t offset =
+        shape[dim] == 0
+            ? x.offset()
+            : checked_add(x.offset(), checked_mul(start, x.strides()[dim], "slice"), "slice");
+    return make_alias(x, shape, strides, offset);
   };
   def.saves_inputs = false;
   def.grad = [](const GradContext& c) {
@@ -377,9 +386,9 @@ Tensor Tensor::narrow(int64_t dim_index, int64_t start, int64_t length) const {
   int64_t d = normalize_dim(dim_index, dim(), "narrow");
   int64_t size = shape()[d];
   if (start < 0) start += size;
-  TESSERA_CHECK(start >= 0 && length >= 0 && start + length <= size, "[narrow] start ", start,
-                " and length ", length, " do not fit dim ", d, " of size ", size,
-                "; need 0 <= start and start + length <= size");
+  TESSERA_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start,
+                "[narrow] start ", start, " and length ", length, " do not fit dim ", d,
+                " of size ", size, "; need 0 <= start and start + length <= size");
   return slice(d, start, start + length, 1);
 }
 
@@ -404,10 +413,13 @@ Tensor Tensor::expand(const Shape& target) const {
       TESSERA_CHECK(d >= lead, "[expand] -1 is not allowed for new leading dims");
       resolved[d] = own;
     }
+    TESSERA_CHECK(resolved[d] >= 0, "[expand] invalid size ", target[d], " in ", shape_str(target),
+                  "; sizes must be >= 0, or -1 to keep a dim");
     TESSERA_CHECK(own == resolved[d] || own == 1, "[expand] cannot expand shape ",
                   shape_str(shape()), " to ", shape_str(target),
                   "; only dims of size 1 can grow");
   }
+  checked_numel(resolved, "expand");
   if (resolved == shape()) return *this;
   return call1(expand_op, {*this}, {{"shape", resolved}});
 }
@@ -415,8 +427,8 @@ Tensor Tensor::expand(const Shape& target) const {
 Tensor Tensor::squeeze(std::optional<int64_t> dim_index) const {
   Shape shape_out;
   if (dim_index) {
-    if (dim() == 0) return *this;
     int64_t d = normalize_dim(*dim_index, dim(), "squeeze");
+    if (dim() == 0) return *this;
     shape_out = shape();
     if (shape_out[d] == 1) shape_out.erase(shape_out.begin() + d);
   } else {
@@ -435,13 +447,13 @@ Tensor Tensor::unsqueeze(int64_t dim_index) const {
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
   int64_t lo = normalize_dim(start_dim, dim(), "flatten");
   int64_t hi = normalize_dim(end_dim, dim(), "flatten");
+  if (dim() == 0) return reshape({1});
   TESSERA_CHECK(lo <= hi, "[flatten] start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape shape_out(shape().begin(), shape().begin() + lo);
   int64_t merged = 1;
-  for (int64_t d = lo; d <= hi; ++d) merged *= shape()[d];
+  for (int64_t d = lo; d <= hi; ++d) merged = checked_mul(merged, shape()[d], "flatten");
   shape_out.push_back(merged);
   shape_out.insert(shape_out.end(), shape().begin() + hi + 1, shape().end());
   return reshape(shape_out);

@@ -172,5 +172,29 @@ TEST(Dispatch, MissingKernelNamesOpAndDtype) {
   EXPECT_THROW(find_op("no_such_op"), Error);
 }
 
+TEST(Shape, CheckedArithmeticNamesTheOpOnOverflow) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(checked_add(big - 1, 1, "op"), big);
+  EXPECT_EQ(checked_mul(int64_t{1} << 31, int64_t{1} << 31, "op"), int64_t{1} << 62);
+  EXPECT_HAS(error_of([&] { checked_add(big, 1, "reshape"); }), "[reshape]");
+  EXPECT_HAS(error_of([&] { checked_mul(big, 2, "expand"); }), "[expand]");
+  // 3 * 6148914691236517206 wraps to 2 in int64.
+  EXPECT_HAS(error_of([] { checked_numel({3, 6148914691236517206}, "view"); }), "[view]");
+  EXPECT_HAS(error_of([] { checked_numel({2, -1}, "full"); }), "[full] invalid size -1");
+  EXPECT_EQ(checked_numel({0, big, big}, "op"), 0);
+  EXPECT_EQ(checked_numel({}, "op"), 1);
+  // (5 + 2 * 1 - 2 * (3 - 1) - 1) / 2 + 1 = 2; a window that does not fit gives 0.
+  EXPECT_EQ(window_output_size(5, 3, 2, 1, 2, "conv2d"), 2);
+  EXPECT_EQ(window_output_size(3, int64_t{1} << 40, 1, 0, 1, "max_pool2d"), 0);
+  EXPECT_HAS(error_of([] { window_output_size(3, 3, 1, int64_t{1} << 62, 1, "conv2d"); }),
+             "[conv2d]");
+}
+
+TEST(Shape, DimsOfAZeroDimTensorNameNoAxis) {
+  EXPECT_TRUE(normalize_dims({0}, 0, "sum").empty());
+  EXPECT_TRUE(normalize_dims({-1}, 0, "sum").empty());
+  EXPECT_HAS(error_of([] { normalize_dims({1}, 0, "sum"); }), "[sum] dim 1 is out of range");
+}
+
 }  // namespace
 }  // namespace tessera::testing

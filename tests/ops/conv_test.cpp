@@ -247,5 +247,13 @@ TESSERA_SBP_CASE("conv2d_backward_weight", [] {
   return std::vector<Tensor>{uniform({3, 4, 5, 5}, -1, 1, 1), uniform({3, 6, 3, 3}, -1, 1, 2)};
 }, conv_attrs({2, 2}, {1, 1}, {1, 1}, 2).set("kernel_size", Ints{3, 3}), 1e-9, 1e-9);
 
+TEST(Conv2dOverflow, HugePaddingIsAnErrorNamingTheOp) {
+  Tensor x = uniform({1, 1, 3, 3});
+  Tensor w = uniform({1, 1, 2, 2});
+  std::string message = error_of([&] { conv2d(x, w, {}, 1, int64_t{1} << 62); });
+  EXPECT_HAS(message, "[conv2d]");
+  EXPECT_HAS(error_of([&] { conv2d(x, w, {}, 1, 0, int64_t{1} << 62); }), "[conv2d]");
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -111,5 +111,48 @@ TESSERA_SBP_CASE("randint", [] { return std::vector<Tensor>{}; },
                  factory({4, 3}, DType::i64).set("seed", int64_t{1}).set("offset", int64_t{0})
                      .set("low", int64_t{0}).set("high", int64_t{9}));
 
+TEST(FullConversion, ValuesThatDoNotFitAnIntegerDtypeAreErrors) {
+  // PyTorch: torch.full((2,), nan, dtype=torch.int64) raises "value cannot
+  // be converted to type int64_t without overflow"; so do inf and 1e30.
+  const double nan = std::nan("");
+  EXPECT_HAS(error_of([&] { full({2}, nan, DType::i64); }), "[full] value nan");
+  EXPECT_HAS(error_of([&] { full({2}, INFINITY, DType::i32); }), "[full]");
+  EXPECT_HAS(error_of([&] { full({2}, 1e30, DType::i64); }), "[full]");
+  EXPECT_HAS(error_of([&] { full({1}, int64_t{1} << 40, DType::i32); }), "[full]");
+  EXPECT_HAS(error_of([&] { full({1}, 300, DType::u8); }), "[full]");
+  // torch.full((1,), -1, dtype=torch.uint8) is 255; 2.5 into int64 is 2.
+  EXPECT_EQ(full({1}, -1, DType::u8).item<uint8_t>(), 255);
+  EXPECT_EQ(full({1}, 2.5, DType::i64).item<int64_t>(), 2);
+  EXPECT_EQ(full({1}, std::numeric_limits<int64_t>::min()).item<int64_t>(),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_TRUE(full({1}, nan, DType::boolean).item<bool>());
+  EXPECT_HAS(error_of([] { full({3, 6148914691236517206}, 1.0); }), "[full]");
+}
+
+TEST(FullConversion, IntegersAbove2To53StayExact) {
+  const int64_t odd = (int64_t{1} << 53) + 1;  // not representable in double
+  EXPECT_EQ(full({1}, odd).item<int64_t>(), odd);
+  EXPECT_EQ(full({1}, std::numeric_limits<int64_t>::max()).item<int64_t>(),
+            std::numeric_limits<int64_t>::max());
+}
+
+TEST(Randint, FullInt64RangeWrapsWithoutOverflow) {
+  const int64_t low = std::numeric_limits<int64_t>::min();
+  const int64_t high = std::numeric_limits<int64_t>::max();
+  Generator generator(7);
+  std::vector<int64_t> values =
+      randint(low, high, {256}, DType::i64, &generator).to_vector<int64_t>();
+  int64_t negative = 0;
+  for (int64_t value : values) negative += value < 0;
+  // Uniform over the whole range: about half negative; exact integers, so
+  // the low bits vary too (a double would round them to multiples of 2^11).
+  EXPECT_GT(negative, 64);
+  EXPECT_LT(negative, 192);
+  int64_t odd = 0;
+  for (int64_t value : values) odd += value & 1;
+  EXPECT_GT(odd, 64);
+  EXPECT_LT(odd, 192);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -348,5 +348,40 @@ TESSERA_SBP_CASE("where", [] {
   return std::vector<Tensor>{gt(uniform({5, 4}), 0), uniform({5, 4}, -1, 1, 2), uniform({5, 4}, -1, 1, 3)};
 });
 
+TEST(IntegerWraparound, MatchesPyTorchWithoutUndefinedBehaviour) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  auto i64 = [](std::vector<int64_t> values) {
+    Shape shape{static_cast<int64_t>(values.size())};
+    return Tensor::from_vector<int64_t>(values, shape);
+  };
+  // Values from PyTorch 1.13: torch.tensor([2**63-1]) + 1, etc.
+  EXPECT_EQ(add(i64({max}), i64({1})).to_vector<int64_t>(), std::vector<int64_t>{min});
+  EXPECT_EQ(sub(i64({min}), i64({1})).to_vector<int64_t>(), std::vector<int64_t>{max});
+  EXPECT_EQ(mul(i64({int64_t{1} << 62, min}), i64({2, 2})).to_vector<int64_t>(),
+            (std::vector<int64_t>{min, 0}));
+  EXPECT_EQ(neg(i64({min})).to_vector<int64_t>(), std::vector<int64_t>{min});
+  EXPECT_EQ(abs(i64({min})).to_vector<int64_t>(), std::vector<int64_t>{min});
+  EXPECT_EQ(pow(i64({3}), i64({41})).to_vector<int64_t>(),
+            std::vector<int64_t>{-420491770248316829});
+  EXPECT_EQ(pow(i64({-1}), i64({min})).to_vector<int64_t>(), std::vector<int64_t>{1});
+  // torch.tensor([5], dtype=torch.int32) * 2**31 is tensor([-2147483648]).
+  Tensor five = Tensor::from_vector<int32_t>({5}, {1});
+  EXPECT_EQ(mul(five, int64_t{1} << 31).to_vector<int32_t>(), std::vector<int32_t>{INT32_MIN});
+  EXPECT_EQ(sum(i64({max, 1})).item<int64_t>(), min);
+}
+
+TEST(ScalarOperand, IntegersAbove2To53StayExact) {
+  // PyTorch: torch.tensor([2**62]) + (2**53 + 1) is tensor([4620693217682128897]),
+  // and torch.tensor([2**53]) == 2**53 + 1 is tensor([False]).
+  const int64_t odd = (int64_t{1} << 53) + 1;
+  Tensor x = Tensor::from_vector<int64_t>({int64_t{1} << 62}, {1});
+  EXPECT_EQ(add(x, odd).item<int64_t>(), 4620693217682128897);
+  Tensor y = Tensor::from_vector<int64_t>({int64_t{1} << 53}, {1});
+  EXPECT_FALSE(eq(y, odd).item<bool>());
+  EXPECT_EQ(masked_fill(y, full({1}, true), odd).item<int64_t>(), odd);
+  EXPECT_EQ(Scalar(odd).to_int64(), odd);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -194,5 +194,13 @@ TESSERA_SBP_CASE(
           {"after", std::vector<int64_t>{2, 0, 1}},
           {"mode", std::string("circular")}});
 
+TEST(PadOverflow, HugePadsAreAnErrorNamingTheOp) {
+  Tensor x = uniform({2, 3});
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_HAS(error_of([&] { pad(x, {huge, huge}); }), "[pad]");
+  EXPECT_HAS(error_of([&] { pad(x, {huge, 1, huge, 1}); }), "[pad]");
+  EXPECT_HAS(error_of([&] { pad(x, {std::numeric_limits<int64_t>::min(), 0}); }), "[pad]");
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -268,5 +268,18 @@ TESSERA_SBP_CASE("avg_pool2d_backward", [] {
   return std::vector<Tensor>{uniform({4, 3, 4, 7}, -1, 1, 2)};
 }, pool_attrs({3, 2}, {2, 1}, {1, 1}).set("count_include_pad", true).set("input_size", Ints{7, 6}));
 
+TEST(MaxPool2dHugeKernel, FinishesWithTheWindowClippedToTheInput) {
+  // A 2^40 kernel with padding 2^39 covers the whole 3x3 input in one window
+  // (PyTorch rejects it only because its kernels count in 32 bits).
+  Tensor x = Tensor::from_vector<double>({1, 5, 2, 7, 3, 4, 0, 6, 8}, {1, 1, 3, 3});
+  const int64_t kernel = int64_t{1} << 40;
+  Tensor y = max_pool2d(x, kernel, std::nullopt, kernel / 2);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 1}));
+  EXPECT_TRUE(all_close(y, {8}));
+  Tensor mean = avg_pool2d(x, kernel, std::nullopt, kernel / 2);
+  EXPECT_EQ(mean.shape(), (Shape{1, 1, 1, 1}));
+  EXPECT_HAS(error_of([&] { max_pool2d(x, kernel); }), "[max_pool2d]");
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -177,5 +177,40 @@ TESSERA_SBP_CASE("min", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, 
 TESSERA_SBP_CASE("argmax", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, dims_attrs({1}, false));
 TESSERA_SBP_CASE("argmin", [] { return std::vector<Tensor>{uniform({5, 4, 3})}; }, dims_attrs({2}, true));
 
+TEST(Logsumexp, InfiniteEntriesFollowPyTorch) {
+  // PyTorch: logsumexp([inf, 1]) = inf, ([inf, -inf]) = inf, ([nan, inf]) = nan,
+  // ([-inf, -inf]) = -inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(all_close(logsumexp(make({inf, 1})), {inf}));
+  EXPECT_TRUE(all_close(logsumexp(make({inf, -inf})), {inf}));
+  EXPECT_TRUE(all_close(logsumexp(make({std::nan(""), inf})), {std::nan("")}));
+  EXPECT_TRUE(all_close(logsumexp(make({-inf, -inf})), {-inf}));
+}
+
+TEST(ZeroDimReductions, ExplicitDimReturnsTheValue) {
+  // PyTorch: for a 0-d x, x.sum(0), x.amax(-1), x.argmax(0) ... are 0-d:
+  // the value itself (index 0 for argmax / argmin, nan for var).
+  Tensor x = make({2.5});
+  ASSERT_EQ(x.dim(), 0);
+  for (int64_t dim : {0, -1}) {
+    for (bool keepdim : {false, true}) {
+      EXPECT_EQ(sum(x, {dim}, keepdim).shape(), Shape{});
+      EXPECT_TRUE(all_close(sum(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(mean(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(max(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(min(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(logsumexp(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(var(x, {dim}, 1, keepdim), {std::nan("")}));
+      EXPECT_EQ(argmax(x, dim, keepdim).item<int64_t>(), 0);
+      EXPECT_EQ(argmin(x, dim, keepdim).item<int64_t>(), 0);
+      EXPECT_EQ(argmax(x, dim, keepdim).shape(), Shape{});
+    }
+  }
+  EXPECT_HAS(error_of([&] { sum(x, {1}); }), "[sum] dim 1 is out of range");
+  Tensor leaf = make({2.5}).set_requires_grad(true);
+  max(leaf, {0}).backward();
+  EXPECT_TRUE(all_close(leaf.grad(), {1.0}));
+}
+
 }  // namespace
 }  // namespace tessera::testing

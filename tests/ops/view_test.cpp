@@ -128,5 +128,31 @@ TESSERA_SBP_CASE("slice_backward", [] { return std::vector<Tensor>{uniform({5, 3
                        {"end", int64_t{6}}, {"step", int64_t{2}}});
 TESSERA_SBP_CASE("expand", [] { return std::vector<Tensor>{uniform({5, 1, 3})}; }, shape_attr({2, 5, 4, 3}));
 
+TEST(ViewOverflow, SizeArithmeticIsCheckedAndNamesTheOp) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  Tensor x = make({1, 2});
+  // 3 * 6148914691236517206 wraps to 2, the element count of x.
+  EXPECT_HAS(error_of([&] { x.reshape({3, 6148914691236517206}); }), "[reshape]");
+  EXPECT_HAS(error_of([&] { x.view({3, 6148914691236517206}); }), "[view]");
+  EXPECT_HAS(error_of([&] { x.reshape({-1, 3, 6148914691236517206}); }), "[reshape]");
+  EXPECT_HAS(error_of([&] { x.narrow(0, 1, big); }), "[narrow]");
+  EXPECT_HAS(error_of([&] { make({1}).expand({int64_t{1} << 62, 4}); }), "[expand]");
+  EXPECT_HAS(error_of([&] { make({1}).expand({-2}); }), "[expand] invalid size -2");
+  EXPECT_HAS(error_of([] {
+               Tensor::from_vector<double>({1, 2}, {3, 6148914691236517206});
+             }),
+             "[from_vector]");
+  // PyTorch: torch.tensor([1., 2.])[0:2:2**63-1] is tensor([1.]).
+  Tensor stepped = x.slice(0, 0, 2, big);
+  EXPECT_EQ(stepped.shape(), Shape{1});
+  EXPECT_TRUE(all_close(stepped, {1}));
+  EXPECT_EQ(x.slice(0, 1, big, big).shape(), Shape{1});
+  Tensor wide = Tensor::from_vector<double>({1, 2, 3, 4, 5}, {5}).expand({2, 5});
+  EXPECT_HAS(error_of([&] {
+               cat({wide.expand({int64_t{1} << 62, 5}), wide.expand({int64_t{1} << 62, 5})});
+             }),
+             "[cat]");
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -1,6 +1,7 @@
 // CPU kernels for the factory ops (ops/creation.cpp).
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "tessera/backend/cpu/loops.h"
@@ -12,8 +13,32 @@ namespace tessera::cpu {
 
 namespace {
 
+// A double converted to T without undefined behaviour: for an integer T,
+// NaN gives 0 and out-of-range values saturate (the public ops reject those
+// before they get here; this keeps the kernels defined regardless).
 template <typename T>
 T from_double(double value) {
+  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+    return T(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return value != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(value)) return T(0);
+    // Both bounds are powers of two (or 0), so exactly representable in double.
+    constexpr double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+    constexpr double past_max = static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2;
+    if (value < lowest) return std::numeric_limits<T>::lowest();
+    if (value >= past_max) return std::numeric_limits<T>::max();
+    return static_cast<T>(value);
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+// An exact integer converted to T: integer dtypes wrap (modular, defined
+// since C++20), floating ones round.
+template <typename T>
+T from_int64(int64_t value) {
   if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
     return T(static_cast<float>(value));
   } else {
@@ -24,8 +49,10 @@ T from_double(double value) {
 void full_kernel(KernelContext& ctx) {
   Tensor& out = ctx.outputs[0];
   double value = ctx.attrs.f("value");
+  const bool exact = ctx.attrs.has("int_value");
   TESSERA_DISPATCH_ALL(out.dtype(), "full", [&] {
-    scalar_t fill = from_double<scalar_t>(value);
+    scalar_t fill =
+        exact ? from_int64<scalar_t>(ctx.attrs.i("int_value")) : from_double<scalar_t>(value);
     scalar_t* data = out.data<scalar_t>();
     parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) data[i] = fill;
@@ -99,7 +126,12 @@ void fill_random(Tensor& out, const Attrs& attrs, const F& sample) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t counter = region ? logical_index(i) : i;
         auto words = Philox::block(seed, offset, static_cast<uint64_t>(counter));
-        data[i] = from_double<scalar_t>(sample(words));
+        const auto value = sample(words);
+        if constexpr (std::is_same_v<decltype(value), const int64_t>) {
+          data[i] = from_int64<scalar_t>(value);
+        } else {
+          data[i] = from_double<scalar_t>(value);
+        }
       }
     });
   });
@@ -122,11 +154,14 @@ void randn_kernel(KernelContext& ctx) {
 }
 
 void randint_kernel(KernelContext& ctx) {
-  int64_t low = ctx.attrs.i("low");
-  auto range = static_cast<uint64_t>(ctx.attrs.i("high") - low);
+  // In uint64: high - low and low + draw may exceed int64 (randint(INT64_MIN,
+  // INT64_MAX)); the result is cast back, which is modular and defined. The
+  // draw stays an integer so values above 2^53 are exact.
+  const auto low = static_cast<uint64_t>(ctx.attrs.i("low"));
+  const uint64_t range = static_cast<uint64_t>(ctx.attrs.i("high")) - low;
   fill_random(ctx.outputs[0], ctx.attrs, [low, range](const std::array<uint32_t, 4>& w) {
     uint64_t bits = (static_cast<uint64_t>(w[0]) << 32) | w[1];
-    return static_cast<double>(low + static_cast<int64_t>(bits % range));
+    return static_cast<int64_t>(low + bits % range);
   });
 }
 

@@ -120,13 +120,13 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
 
 struct Neg {
   explicit Neg(const Attrs&) {}
-  template <typename T> T operator()(T x) const { return static_cast<T>(-x); }
+  template <typename T> T operator()(T x) const { return wrapping_neg(x); }
 };
 struct Abs {
   explicit Abs(const Attrs&) {}
   template <typename T> T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
-    else return x < 0 ? static_cast<T>(-x) : x;
+    else return x < 0 ? wrapping_neg(x) : x;  // abs(INT64_MIN) is INT64_MIN, as in PyTorch
   }
 };
 struct Exp {
@@ -273,9 +273,9 @@ TESSERA_REGISTER_KERNEL("logical_not", cpu, logical_not_kernel, ::tessera::DType
 
 // ---- binary functors -------------------------------------------------------
 
-struct Add { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a + b); } };
-struct Sub { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a - b); } };
-struct Mul { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a * b); } };
+struct Add { template <typename T> T operator()(T a, T b) const { return wrapping_add(a, b); } };
+struct Sub { template <typename T> T operator()(T a, T b) const { return wrapping_sub(a, b); } };
+struct Mul { template <typename T> T operator()(T a, T b) const { return wrapping_mul(a, b); } };
 struct Div { template <typename T> T operator()(T a, T b) const { return a / b; } };
 // (grad, relu input) -> grad where the input is positive.
 struct ReluGrad {
@@ -288,11 +288,11 @@ struct Pow {
     } else {
       // Integer power by squaring; negative exponents follow C++ integer
       // division semantics (1/a^|b|), as torch.pow on integers does.
-      if (b < 0) return a == 1 ? T(1) : (a == static_cast<T>(-1) ? ((-b) % 2 ? a : T(1)) : T(0));
+      if (b < 0) return a == 1 ? T(1) : (a == static_cast<T>(-1) ? (b % 2 != 0 ? a : T(1)) : T(0));
       T result = 1, base = a;
       for (auto e = b; e > 0; e >>= 1) {
-        if (e & 1) result = static_cast<T>(result * base);
-        base = static_cast<T>(base * base);
+        if (e & 1) result = wrapping_mul(result, base);
+        base = wrapping_mul(base, base);
       }
       return result;
     }

@@ -44,10 +44,14 @@ Tensor dense(const Tensor& t) {
 // Runs fn(plane) for every plane, in parallel.
 template <typename Fn>
 void for_each_plane(const PoolGeometry& g, Fn&& fn) {
-  const int64_t work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw);
-  parallel_for(0, g.planes, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
-    for (int64_t plane = lo; plane < hi; ++plane) fn(plane);
-  });
+  // In double: a huge kernel clipped to a small input must not overflow the estimate.
+  const double work = std::max(1.0, static_cast<double>(g.oh) * static_cast<double>(g.ow) *
+                                        static_cast<double>(std::min(g.kh, g.h + 2 * g.ph)) *
+                                        static_cast<double>(std::min(g.kw, g.w + 2 * g.pw)));
+  parallel_for(0, g.planes, std::max<int64_t>(1, static_cast<int64_t>(32768 / work)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t plane = lo; plane < hi; ++plane) fn(plane);
+               });
 }
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
@@ -60,7 +64,8 @@ Ranges window_ranges(int64_t out, int64_t size, int64_t kernel, int64_t stride, 
   for (int64_t o = 0; o < out; ++o) {
     int64_t first = o * stride - pad;
     const int64_t end = std::min(first + (kernel - 1) * dilation + 1, size);
-    while (first < 0) first += dilation;
+    // The first tap at or after 0, in one step (a padding of 2^40 must not loop).
+    if (first < 0) first += (-first + dilation - 1) / dilation * dilation;
     ranges.emplace_back(first, end);
   }
   return ranges;
@@ -154,12 +159,14 @@ template <typename Fn>
 void avg_window(const PoolGeometry& g, bool count_include_pad, int64_t oy, int64_t ox, Fn&& fn) {
   int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
   int64_t y1 = std::min(y0 + g.kh, g.h + g.ph), x1 = std::min(x0 + g.kw, g.w + g.pw);
-  const int64_t padded_size = (y1 - y0) * (x1 - x0);
+  // In double: a window of a huge kernel over padding can exceed int64.
+  const double padded_size = static_cast<double>(y1 - y0) * static_cast<double>(x1 - x0);
   y0 = std::max<int64_t>(y0, 0);
   x0 = std::max<int64_t>(x0, 0);
   y1 = std::min(y1, g.h);
   x1 = std::min(x1, g.w);
-  const int64_t divisor = count_include_pad ? padded_size : (y1 - y0) * (x1 - x0);
+  const double divisor =
+      count_include_pad ? padded_size : static_cast<double>((y1 - y0) * (x1 - x0));
   fn(y0, y1, x0, x1, divisor);
 }
 
@@ -174,7 +181,7 @@ void avg_forward(const Tensor& x_in, Tensor& out, const PoolGeometry& g, bool co
     for (int64_t oy = 0; oy < g.oh; ++oy) {
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         avg_window(g, count_include_pad, oy, ox,
-                   [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+                   [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1, double divisor) {
                      T total = 0;
                      for (int64_t iy = y0; iy < y1; ++iy) {
                        for (int64_t ix = x0; ix < x1; ++ix) total += xp[iy * g.w + ix];
@@ -199,7 +206,7 @@ void avg_backward(const Tensor& grad_in, Tensor& dx, const PoolGeometry& g,
     for (int64_t oy = 0; oy < g.oh; ++oy) {
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         avg_window(g, count_include_pad, oy, ox,
-                   [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+                   [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1, double divisor) {
                      const T share = gp[oy * g.ow + ox] / static_cast<T>(divisor);
                      for (int64_t iy = y0; iy < y1; ++iy) {
                        for (int64_t ix = x0; ix < x1; ++ix) dp[iy * g.w + ix] += share;

@@ -11,6 +11,7 @@
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/backend/cpu/row_math.h"
+#include "tessera/backend/cpu/vec_math.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/view.h"
 
@@ -34,11 +35,11 @@ typename SumTraits<T>::acc row_sum(const T* p, int64_t n) {
   Acc lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<Acc>(p[i + l]);
+    for (int l = 0; l < kLanes; ++l) lanes[l] = wrapping_add(lanes[l], static_cast<Acc>(p[i + l]));
   }
   Acc total = 0;
-  for (int l = 0; l < kLanes; ++l) total += lanes[l];
-  for (; i < n; ++i) total += static_cast<Acc>(p[i]);
+  for (int l = 0; l < kLanes; ++l) total = wrapping_add(total, lanes[l]);
+  for (; i < n; ++i) total = wrapping_add(total, static_cast<Acc>(p[i]));
   return total;
 }
 
@@ -200,7 +201,8 @@ void sum_impl(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out) {
       std::vector<Acc> acc(hi - lo, Acc(0));
       for (int64_t r = 0; r < reduced; ++r) {
         const T* row = px + r * row_stride;
-        for (int64_t k = lo; k < hi; ++k) acc[k - lo] += row[k];
+        for (int64_t k = lo; k < hi; ++k)
+          acc[k - lo] = wrapping_add(acc[k - lo], static_cast<Acc>(row[k]));
       }
       for (int64_t k = lo; k < hi; ++k) po[k] = static_cast<Out>(acc[k - lo]);
     });

@@ -7,8 +7,44 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace tessera::cpu {
+
+// Integer arithmetic that wraps modulo 2^bits, as PyTorch's kernels do, but
+// computed in the unsigned type so that signed overflow is not undefined
+// behaviour (the cast back is modular since C++20). Floating T is unchanged.
+template <typename T, bool = std::is_integral_v<T>>
+struct Wrap {
+  using type = T;
+};
+template <typename T>
+struct Wrap<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using WrapType = typename Wrap<T>::type;
+template <typename T>
+T wrapping_add(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+}
+template <typename T>
+T wrapping_sub(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
+}
+template <typename T>
+T wrapping_mul(T a, T b) {
+  // uint8/uint16 promote to int before multiplying; go through unsigned int
+  // so that the product cannot overflow int either.
+  using Wide = std::conditional_t<std::is_integral_v<T> && sizeof(T) < sizeof(unsigned), unsigned,
+                                  WrapType<T>>;
+  return static_cast<T>(static_cast<Wide>(static_cast<WrapType<T>>(a)) *
+                        static_cast<Wide>(static_cast<WrapType<T>>(b)));
+}
+template <typename T>
+T wrapping_neg(T x) {
+  return wrapping_sub(T(0), x);
+}
 
 inline float bit_float(int32_t bits) {
   float value;

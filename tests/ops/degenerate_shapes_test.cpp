@@ -1,0 +1,333 @@
+// The degenerate-shape sweep: every op family that takes a dim (and the
+// elementwise families) on 0-d, empty (a zero dim) and size-1 inputs, over
+// every valid dim (negative included) and the first invalid one on each
+// side. Each case must give PyTorch's result and gradient, or, where PyTorch
+// rejects it, a tessera::Error naming the op. PyTorch's results come from
+// tests/ops/torch_degenerate.py, run once per test binary on the case list
+// built here.
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Args = std::vector<int64_t>;
+using Family = std::function<Tensor(const Tensor&, const Args&)>;
+
+Dims tail(const Args& args) {
+  return Dims(args.begin() + 1, args.end());
+}
+
+// The same functions as FAMILIES in torch_degenerate.py, through the public API.
+const std::map<std::string, Family>& families() {
+  static const std::map<std::string, Family> table = {
+      {"sum", [](const Tensor& x, const Args& a) { return sum(x, tail(a), a[0]); }},
+      {"mean", [](const Tensor& x, const Args& a) { return mean(x, tail(a), a[0]); }},
+      {"max", [](const Tensor& x, const Args& a) { return max(x, tail(a), a[0]); }},
+      {"min", [](const Tensor& x, const Args& a) { return min(x, tail(a), a[0]); }},
+      {"var", [](const Tensor& x, const Args& a) { return var(x, tail(a), 1, a[0]); }},
+      {"std", [](const Tensor& x, const Args& a) { return tessera::std(x, tail(a), 1, a[0]); }},
+      {"logsumexp", [](const Tensor& x, const Args& a) { return logsumexp(x, tail(a), a[0]); }},
+      {"argmax",
+       [](const Tensor& x, const Args& a) {
+         return argmax(x, a.size() > 1 ? std::optional<int64_t>(a[1]) : std::nullopt, a[0]);
+       }},
+      {"argmin",
+       [](const Tensor& x, const Args& a) {
+         return argmin(x, a.size() > 1 ? std::optional<int64_t>(a[1]) : std::nullopt, a[0]);
+       }},
+      {"softmax", [](const Tensor& x, const Args& a) { return softmax(x, a[0]); }},
+      {"log_softmax", [](const Tensor& x, const Args& a) { return log_softmax(x, a[0]); }},
+      {"cat",
+       [](const Tensor& x, const Args& a) {
+         return cat({x, mul(x, 2.0)}, a[0]);
+       }},
+      {"stack",
+       [](const Tensor& x, const Args& a) {
+         return stack({x, mul(x, 2.0)}, a[0]);
+       }},
+      {"squeeze",
+       [](const Tensor& x, const Args& a) { return a.empty() ? x.squeeze() : x.squeeze(a[0]); }},
+      {"unsqueeze", [](const Tensor& x, const Args& a) { return x.unsqueeze(a[0]); }},
+      {"flatten", [](const Tensor& x, const Args& a) { return x.flatten(a[0], a[1]); }},
+      {"transpose", [](const Tensor& x, const Args& a) { return x.transpose(a[0], a[1]); }},
+      {"narrow", [](const Tensor& x, const Args& a) { return x.narrow(a[0], a[1], a[2]); }},
+      {"select", [](const Tensor& x, const Args& a) { return x.select(a[0], a[1]); }},
+      {"slice", [](const Tensor& x, const Args& a) { return x.slice(a[0], a[1], a[2], a[3]); }},
+      {"index_select",
+       [](const Tensor& x, const Args& a) {
+         return index_select(x, a[0], Tensor::from_vector<int64_t>({0}, {1}));
+       }},
+      {"gather", [](const Tensor& x,
+                    const Args& a) { return gather(x, a[0], zeros(x.shape(), DType::i64)); }},
+      {"tril", [](const Tensor& x, const Args& a) { return tril(x, a[0]); }},
+      {"triu", [](const Tensor& x, const Args& a) { return triu(x, a[0]); }},
+      {"split", [](const Tensor& x, const Args& a) { return cat(split(x, a[1], a[0]), a[0]); }},
+      {"chunk", [](const Tensor& x, const Args& a) { return cat(chunk(x, a[1], a[0]), a[0]); }},
+      {"neg", [](const Tensor& x, const Args&) { return neg(x); }},
+      {"abs", [](const Tensor& x, const Args&) { return abs(x); }},
+      {"exp", [](const Tensor& x, const Args&) { return exp(x); }},
+      {"tanh", [](const Tensor& x, const Args&) { return tanh(x); }},
+      {"sigmoid", [](const Tensor& x, const Args&) { return sigmoid(x); }},
+      {"relu", [](const Tensor& x, const Args&) { return relu(x); }},
+      {"gelu", [](const Tensor& x, const Args&) { return gelu(x); }},
+      {"silu", [](const Tensor& x, const Args&) { return silu(x); }},
+      {"softplus", [](const Tensor& x, const Args&) { return softplus(x); }},
+      {"square", [](const Tensor& x, const Args&) { return square(x); }},
+      {"add", [](const Tensor& x, const Args&) { return add(x, mul(x, 2.0)); }},
+      {"mul", [](const Tensor& x, const Args&) { return mul(x, x); }},
+      {"maximum", [](const Tensor& x, const Args&) { return maximum(x, neg(x)); }},
+      {"where", [](const Tensor& x, const Args&) { return where(gt(x, 0.0), x, neg(x)); }},
+      {"clamp", [](const Tensor& x, const Args&) { return clamp(x, -0.5, 0.5); }},
+      {"eq", [](const Tensor& x, const Args&) { return eq(x, x); }},
+      {"matmul", [](const Tensor& x, const Args&) { return matmul(x, x.transpose(-1, -2)); }},
+      {"layer_norm",
+       [](const Tensor& x, const Args& a) {
+         Shape normalized(x.shape().end() - a[0], x.shape().end());
+         return layer_norm(x, normalized);
+       }},
+  };
+  return table;
+}
+
+struct Case {
+  std::string family;
+  Shape shape;
+  Args args;
+  std::string line() const {
+    auto join = [](const std::vector<int64_t>& values) {
+      std::string text;
+      for (size_t i = 0; i < values.size(); ++i) text += (i ? "," : "") + std::to_string(values[i]);
+      return text;
+    };
+    return family + "|" + join(shape) + "|" + join(args);
+  }
+};
+
+// Every valid dim of an ndim-dim tensor, and the first invalid one each side.
+std::vector<int64_t> dims_to_try(int64_t ndim) {
+  int64_t bound = std::max<int64_t>(ndim, 1);
+  std::vector<int64_t> dims;
+  for (int64_t d = -bound - 1; d <= bound; ++d) dims.push_back(d);
+  return dims;
+}
+
+std::vector<Case> all_cases() {
+  const std::vector<Shape> shapes = {{}, {0}, {1}, {1, 1}, {2, 0}, {0, 2}, {2, 1}};
+  std::vector<Case> cases;
+  for (const Shape& shape : shapes) {
+    const int64_t ndim = static_cast<int64_t>(shape.size());
+    auto add = [&](const std::string& family, Args args) {
+      cases.push_back({family, shape, std::move(args)});
+    };
+    for (const char* family : {"sum", "mean", "max", "min", "var", "std", "logsumexp"}) {
+      for (int64_t keepdim : {0, 1}) {
+        add(family, {keepdim});
+        for (int64_t d : dims_to_try(ndim)) add(family, {keepdim, d});
+        if (ndim >= 2) add(family, {keepdim, 0, -1});
+      }
+    }
+    for (const char* family : {"argmax", "argmin"}) {
+      for (int64_t keepdim : {0, 1}) {
+        add(family, {keepdim});
+        for (int64_t d : dims_to_try(ndim)) add(family, {keepdim, d});
+      }
+    }
+    for (const char* family :
+         {"softmax", "log_softmax", "cat", "squeeze", "index_select", "gather"}) {
+      for (int64_t d : dims_to_try(ndim)) add(family, {d});
+    }
+    add("squeeze", {});
+    for (const char* family : {"stack", "unsqueeze"}) {
+      for (int64_t d : dims_to_try(ndim + 1)) add(family, {d});
+    }
+    for (int64_t d0 : dims_to_try(ndim)) {
+      for (int64_t d1 : dims_to_try(ndim)) {
+        add("flatten", {d0, d1});
+        add("transpose", {d0, d1});
+      }
+    }
+    for (int64_t d : dims_to_try(ndim)) {
+      add("select", {d, 0});
+      add("select", {d, -1});
+      add("narrow", {d, 0, 0});
+      add("narrow", {d, 0, 1});
+      add("slice", {d, 0, 1, 1});
+      add("split", {d, 1});
+      add("chunk", {d, 2});
+    }
+    for (int64_t diagonal : {-1, 0, 1}) {
+      add("tril", {diagonal});
+      add("triu", {diagonal});
+    }
+    for (const char* family :
+         {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu", "softplus", "square",
+          "add", "mul", "maximum", "where", "clamp", "eq", "matmul"}) {
+      add(family, {});
+    }
+    if (ndim >= 1) add("layer_norm", {1});
+  }
+  return cases;
+}
+
+// Positive dims with a `[d, start, end, step]` slice make no sense on PyTorch's
+// indexing for negative d; keep slice cases to dims PyTorch can express.
+bool expressible(const Case& c) {
+  if (c.family == "slice") return c.args[0] >= 0;
+  return true;
+}
+
+Tensor input(const Shape& shape) {
+  std::vector<double> values(static_cast<size_t>(numel(shape)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 2 * std::sin(static_cast<double>(i + 1));
+  return Tensor::from_vector(values, shape);
+}
+
+std::vector<std::string> split_on(const std::string& text, char separator) {
+  std::vector<std::string> pieces;
+  std::string piece;
+  std::istringstream stream(text);
+  while (std::getline(stream, piece, separator)) pieces.push_back(piece);
+  if (!text.empty() && text.back() == separator) pieces.emplace_back();
+  return pieces;
+}
+
+std::vector<double> parse_numbers(const std::string& text) {
+  std::vector<double> values;
+  for (const std::string& piece : split_on(text, ',')) {
+    if (!piece.empty()) values.push_back(std::strtod(piece.c_str(), nullptr));
+  }
+  return values;
+}
+
+class DegenerateShapes : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cases_ = new std::vector<Case>();
+    for (const Case& c : all_cases()) {
+      if (expressible(c)) cases_->push_back(c);
+    }
+    expected_ = new std::vector<std::string>();
+    skip_reason_ = new std::string(run_reference());
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    delete expected_;
+    delete skip_reason_;
+  }
+  void SetUp() override {
+    if (!skip_reason_->empty()) {
+      // CI sets TESSERA_REQUIRE_TORCH so a missing PyTorch fails instead of skipping.
+      if (std::getenv("TESSERA_REQUIRE_TORCH")) FAIL() << *skip_reason_;
+      GTEST_SKIP() << *skip_reason_;
+    }
+  }
+
+  // Runs the reference script on the case list; returns "" or why not.
+  static std::string run_reference() {
+    const char* python = std::getenv("TESSERA_TORCH_PYTHON");
+    std::string interpreter = python ? python : "/usr/bin/python3";
+    if (std::system((interpreter + " -c 'import torch' 2>/dev/null").c_str()) != 0) {
+      return interpreter + " cannot import torch (Debian package python3-torch)";
+    }
+    const fs::path dir =
+        fs::temp_directory_path() / ("tessera_degenerate_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    {
+      std::ofstream out(dir / "cases.txt");
+      for (const Case& c : *cases_) out << c.line() << "\n";
+    }
+    const fs::path script = fs::path(TESSERA_SOURCE_DIR) / "tests/ops/torch_degenerate.py";
+    const std::string command = interpreter + " " + script.string() + " " +
+                                (dir / "cases.txt").string() + " " +
+                                (dir / "expected.txt").string();
+    std::string why;
+    if (std::system(command.c_str()) != 0) {
+      why = "failed: " + command;
+    } else {
+      std::ifstream in(dir / "expected.txt");
+      for (std::string line; std::getline(in, line);) expected_->push_back(line);
+      if (expected_->size() != cases_->size()) why = "the reference answered too few cases";
+    }
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+    return why;
+  }
+
+  static std::vector<Case>* cases_;
+  static std::vector<std::string>* expected_;
+  static std::string* skip_reason_;
+};
+std::vector<Case>* DegenerateShapes::cases_ = nullptr;
+std::vector<std::string>* DegenerateShapes::expected_ = nullptr;
+std::string* DegenerateShapes::skip_reason_ = nullptr;
+
+// Cases where Tessera deliberately throws a clear error although PyTorch
+// gives a result; each with the reason.
+std::string documented_divergence(const Case& c) {
+  if ((c.family == "index_select" || c.family == "gather") && c.shape.empty()) {
+    return "index_select and gather require x to have at least one dim";
+  }
+  return "";
+}
+
+// One case against PyTorch's line; returns "" when it agrees, else why not.
+std::string check_case(const Case& c, const std::string& expected_line) {
+  const std::vector<std::string> expected = split_on(expected_line, '|');
+  const Family& fn = families().at(c.family);
+  Tensor x = input(c.shape).set_requires_grad(true);
+  Tensor y;
+  try {
+    y = fn(x, c.args);
+  } catch (const Error& error) {
+    std::string message = error.what();
+    if (expected[0] == "ok" && documented_divergence(c).empty()) {
+      return "PyTorch gives a result, Tessera throws: " + message;
+    }
+    if (message.empty() || message[0] != '[') return "error without [op]: " + message;
+    return "";
+  }
+  if (expected[0] != "ok") return "PyTorch rejects it (" + expected[1] + "), Tessera does not";
+  Shape shape;
+  for (double size : parse_numbers(expected[1])) shape.push_back(static_cast<int64_t>(size));
+  if (y.shape() != shape) {
+    return "shape " + shape_str(y.shape()) + ", PyTorch " + shape_str(shape);
+  }
+  auto values = all_close(y.detach(), parse_numbers(expected[2]), 1e-9, 1e-12);
+  if (!values) return std::string("values: ") + values.message();
+  if (expected[3] == "-" || !is_floating(y.dtype())) return "";
+  Tensor gradient;
+  try {
+    auto grads = grad({sum(mul(y, y))}, {x}, {}, false, false, true);
+    gradient = grads[0].defined() ? grads[0] : zeros_like(x);
+  } catch (const Error& error) {
+    return std::string("backward throws: ") + error.what();
+  }
+  auto gradients = all_close(gradient, parse_numbers(expected[3]), 1e-9, 1e-12);
+  if (!gradients) return std::string("gradient: ") + gradients.message();
+  return "";
+}
+
+TEST_F(DegenerateShapes, EveryCaseMatchesPyTorchOrNamesTheOp) {
+  ASSERT_EQ(expected_->size(), cases_->size());
+  int failures = 0;
+  for (size_t i = 0; i < cases_->size(); ++i) {
+    const Case& c = (*cases_)[i];
+    std::string why = check_case(c, (*expected_)[i]);
+    if (!why.empty() && failures++ < 60) ADD_FAILURE() << c.line() << ": " << why;
+  }
+  EXPECT_EQ(failures, 0) << "of " << cases_->size() << " cases";
+}
+
+}  // namespace
+}  // namespace tessera::testing

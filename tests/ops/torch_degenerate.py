@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""PyTorch's results for tests/ops/degenerate_shapes_test.cpp.
+
+Reads one case per line from CASES: `family|shape|args`, shape and args as
+comma-separated integers (either may be empty). The input is the f64 tensor
+x with x.flatten()[i] = 2 * sin(i + 1) and the given shape. For each case it
+writes one line to OUT:
+
+  ok|shape|values|gradient   the result (shape, flattened values) and, for
+                             a floating result, d sum(y * y) / dx (flattened;
+                             "-" when y does not depend on x differentiably
+                             or PyTorch's backward fails)
+  error|message              PyTorch rejects the case
+
+Usage: python3 tests/ops/torch_degenerate.py CASES OUT
+"""
+import math
+import sys
+
+import torch
+
+
+def reduce_dims(args):
+    keepdim = bool(args[0])
+    return args[1:], keepdim
+
+
+def reduction(fn, needs_dim=False):
+    def run(x, args):
+        dims, keepdim = reduce_dims(args)
+        if not dims:
+            if needs_dim or keepdim:
+                return fn(x, dim=list(range(x.dim())), keepdim=keepdim)
+            return fn(x)
+        return fn(x, dim=dims, keepdim=keepdim)
+    return run
+
+
+def arg_reduction(fn):
+    def run(x, args):
+        keepdim = bool(args[0])
+        if len(args) == 1:
+            return fn(x, keepdim=keepdim) if keepdim else fn(x)
+        return fn(x, dim=args[1], keepdim=keepdim)
+    return run
+
+
+def amax_all(fn):
+    def run(x, args):
+        dims, keepdim = reduce_dims(args)
+        return fn(x, dim=dims, keepdim=keepdim)
+    return run
+
+
+FAMILIES = {
+    "sum": reduction(torch.sum),
+    "mean": reduction(torch.mean),
+    "max": amax_all(torch.amax),
+    "min": amax_all(torch.amin),
+    "var": reduction(lambda x, **kw: torch.var(x, unbiased=True, **kw)),
+    "std": reduction(lambda x, **kw: torch.std(x, unbiased=True, **kw)),
+    "logsumexp": reduction(torch.logsumexp, needs_dim=True),
+    "argmax": arg_reduction(torch.argmax),
+    "argmin": arg_reduction(torch.argmin),
+    "softmax": lambda x, a: torch.softmax(x, a[0]),
+    "log_softmax": lambda x, a: torch.log_softmax(x, a[0]),
+    "cat": lambda x, a: torch.cat([x, x * 2], a[0]),
+    "stack": lambda x, a: torch.stack([x, x * 2], a[0]),
+    "squeeze": lambda x, a: x.squeeze(a[0]) if a else x.squeeze(),
+    "unsqueeze": lambda x, a: x.unsqueeze(a[0]),
+    "flatten": lambda x, a: x.flatten(a[0], a[1]),
+    "transpose": lambda x, a: x.transpose(a[0], a[1]),
+    "narrow": lambda x, a: x.narrow(a[0], a[1], a[2]),
+    "select": lambda x, a: x.select(a[0], a[1]),
+    "slice": lambda x, a: x[(slice(None),) * a[0] + (slice(a[1], a[2], a[3]),)],
+    "index_select": lambda x, a: torch.index_select(x, a[0], torch.tensor([0])),
+    "gather": lambda x, a: torch.gather(x, a[0], torch.zeros_like(x, dtype=torch.long)),
+    "tril": lambda x, a: torch.tril(x, a[0]),
+    "triu": lambda x, a: torch.triu(x, a[0]),
+    "split": lambda x, a: torch.cat(torch.split(x, a[1], a[0]), a[0]),
+    "chunk": lambda x, a: torch.cat(torch.chunk(x, a[1], a[0]), a[0]),
+    "neg": lambda x, a: torch.neg(x),
+    "abs": lambda x, a: torch.abs(x),
+    "exp": lambda x, a: torch.exp(x),
+    "tanh": lambda x, a: torch.tanh(x),
+    "sigmoid": lambda x, a: torch.sigmoid(x),
+    "relu": lambda x, a: torch.relu(x),
+    "gelu": lambda x, a: torch.nn.functional.gelu(x),
+    "silu": lambda x, a: torch.nn.functional.silu(x),
+    "softplus": lambda x, a: torch.nn.functional.softplus(x),
+    "square": lambda x, a: torch.square(x),
+    "add": lambda x, a: x + x * 2,
+    "mul": lambda x, a: x * x,
+    "maximum": lambda x, a: torch.maximum(x, -x),
+    "where": lambda x, a: torch.where(x > 0, x, -x),
+    "clamp": lambda x, a: torch.clamp(x, -0.5, 0.5),
+    "eq": lambda x, a: torch.eq(x, x),
+    "matmul": lambda x, a: torch.matmul(x, x.transpose(-1, -2)),
+    "layer_norm": lambda x, a: torch.nn.functional.layer_norm(x, x.shape[len(x.shape) - a[0]:]),
+}
+
+
+def numbers(values):
+    return ",".join(repr(float(v)) for v in values)
+
+
+def run_case(line):
+    family, shape_text, args_text = line.split("|")
+    shape = [int(s) for s in shape_text.split(",") if s]
+    args = [int(s) for s in args_text.split(",") if s]
+    count = math.prod(shape)
+    x = torch.tensor([2 * math.sin(i + 1) for i in range(count)], dtype=torch.float64)
+    x = x.reshape(shape).requires_grad_()
+    try:
+        y = FAMILIES[family](x, args)
+    except (RuntimeError, IndexError, ValueError, TypeError) as error:
+        return "error|" + str(error).splitlines()[0].replace("|", "/")
+    gradient = "-"
+    if y.dtype.is_floating_point and y.requires_grad:
+        try:
+            (grad,) = torch.autograd.grad((y * y).sum(), x, allow_unused=True)
+            gradient = numbers(grad.flatten().tolist()) if grad is not None else "-"
+        except RuntimeError:
+            pass  # PyTorch 1.13's own backward fails on a few size-1 cases (var over [1])
+    shape_out = ",".join(str(s) for s in y.shape)
+    return "ok|%s|%s|%s" % (shape_out, numbers(y.detach().flatten().tolist()), gradient)
+
+
+def main():
+    with open(sys.argv[1]) as cases, open(sys.argv[2], "w") as out:
+        for line in cases:
+            line = line.strip()
+            if line:
+                out.write(run_case(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()
