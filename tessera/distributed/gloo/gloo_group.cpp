@@ -263,9 +263,9 @@ std::string GlooGroup::failure_note(bool timed_out) {
         absent.push_back(job_ranks_[static_cast<size_t>(member)]);
       }
     }
-    if (!absent.empty())
-      note += str_cat("; waiting on ", absent.size() == 1 ? "rank " : "ranks ", ranks_str(absent),
-                      ", alive but not in this call");
+    for (size_t i = 0; i < absent.size(); ++i)
+      note += str_cat(i == 0 ? "; waiting on rank " : ", rank ", absent[i]);
+    if (!absent.empty()) note += ", alive but not in this call";
   } catch (const std::exception&) {
     // The store is unreachable: the timeout alone is reported.
   }
