@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -27,8 +28,8 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -328,14 +329,16 @@ void drain(Stream& stream, const std::string& prefix) {
 }
 
 std::vector<std::string> child_environment(const Options& options, int local_rank,
-                                           const std::string& rendezvous) {
-  const std::vector<std::pair<std::string, std::string>> contract = {
+                                           const std::string& rendezvous,
+                                           const std::string& job_id) {
+  std::vector<std::pair<std::string, std::string>> contract = {
       {"RANK", std::to_string(options.node_rank * options.local_ranks + local_rank)},
       {"WORLD_SIZE", std::to_string(options.nodes * options.local_ranks)},
       {"LOCAL_RANK", std::to_string(local_rank)},
       {"LOCAL_WORLD_SIZE", std::to_string(options.local_ranks)},
       {"TESSERA_RDZV", rendezvous},
   };
+  if (!job_id.empty()) contract.emplace_back("TESSERA_JOB_ID", job_id);
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
@@ -428,16 +431,22 @@ class Launcher {
       for (Rank& rank : ranks_)
         if (rank.running) waitpid(rank.pid, nullptr, 0);
     }
-    if (!temporary_directory_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(temporary_directory_, ignored);
-    }
+    remove_job_files(temporary_directory_, job_id_);
   }
 
   // Starts the ranks, forwards their output until all have ended and returns
   // the launcher's exit status.
   int run() {
     raise_file_limit();
+    // Every rendezvous key is bound to the job id, so two jobs started at once
+    // on one rendezvous cannot mix. The nodes of a multi-node job cannot agree
+    // on a fresh one by themselves: they use TESSERA_JOB_ID if the user set it.
+    const char* inherited_job = std::getenv("TESSERA_JOB_ID");
+    if (inherited_job != nullptr && *inherited_job != '\0') {
+      job_id_ = inherited_job;
+    } else if (options_.nodes == 1) {
+      job_id_ = fresh_job_name();
+    }
     std::string rendezvous = options_.rendezvous;
     if (rendezvous.empty()) rendezvous = "file://" + make_temporary_directory();
     // A Redis server outlives jobs: a fresh job name keeps this job's keys
@@ -445,6 +454,7 @@ class Launcher {
     if (rendezvous.starts_with("redis://") &&
         rendezvous.find('/', std::string_view("redis://").size()) == std::string::npos)
       rendezvous += "/" + fresh_job_name();
+    start_cleanup_watchdog();
     install_signal_handlers();
 
     ranks_.resize(static_cast<size_t>(options_.local_ranks));
@@ -459,7 +469,7 @@ class Launcher {
       // handlers is not taken as a signal to the launcher.
       sigprocmask(SIG_BLOCK, &handled, &previous);
       try {
-        spawn(rank, options_.command, child_environment(options_, local, rendezvous));
+        spawn(rank, options_.command, child_environment(options_, local, rendezvous, job_id_));
       } catch (const std::exception& error) {
         sigprocmask(SIG_SETMASK, &previous, nullptr);
         report("cannot start rank " + std::to_string(rank.global_rank) + ": " + error.what());
@@ -486,6 +496,50 @@ class Launcher {
                                std::strerror(errno));
     temporary_directory_ = pattern;
     return pattern;
+  }
+
+  // A SIGKILLed launcher cannot clean up; a small process it forks before
+  // any rank can: it waits for the launcher's end (the pipe it alone holds
+  // the write end of reaches EOF) and removes what the job left. It runs in
+  // its own process group, so signals sent to the launcher's group do not
+  // end it before the launcher.
+  void start_cleanup_watchdog() {
+    if (temporary_directory_.empty() && job_id_.empty()) return;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;  // cleanup on a normal exit still happens
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) signal(signal_number, SIG_IGN);
+      close(fds[1]);
+      const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
+        if (null_fd >= 0) dup2(null_fd, fd);
+      char byte;
+      while (read(fds[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      remove_job_files(temporary_directory_, job_id_);
+      _exit(0);
+    }
+    close(fds[0]);
+    if (pid < 0) {
+      close(fds[1]);
+      return;
+    }
+    watchdog_pipe_ = fds[1];  // closed only by the launcher's end
+  }
+
+  // Removes the rendezvous folder the launcher made and the shared-memory
+  // segments of the job's ranks (/dev/shm/tessera-<job>-*) that a killed
+  // rank could not unlink.
+  static void remove_job_files(const std::string& directory, const std::string& job_id) {
+    std::error_code ignored;
+    if (!directory.empty()) std::filesystem::remove_all(directory, ignored);
+    if (job_id.empty()) return;
+    const std::string prefix = "tessera-" + job_id + "-";
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ignored))
+      if (entry.path().filename().string().starts_with(prefix))
+        std::filesystem::remove(entry.path(), ignored);
   }
 
   // "job-" and 16 hex digits from the clock, the pid and the random device.
@@ -562,20 +616,42 @@ class Launcher {
   }
 
   void reap() {
-    if (reap_pass(false)) {
-      // A rank that failed because the first one died can end before the
-      // launcher sees the first: report every rank that fails within a
-      // moment, not only the first one found.
-      std::this_thread::sleep_for(kFailureWindow);
-      reap_pass(true);
-      start_stopping(SIGTERM);
-    }
+    std::vector<Ending> failures = reap_pass();
+    if (failures.empty() || failure_status_) return;  // later failures: ranks we stopped
+    // A rank that failed because another died can end before the launcher
+    // sees that one end: collect every rank that fails within a moment.
+    std::this_thread::sleep_for(kFailureWindow);
+    for (Ending& ending : reap_pass()) failures.push_back(std::move(ending));
+    // The cause is a rank that died from a signal (a crash or a kill) rather
+    // than one that then exited with an error for losing it.
+    auto cause = std::find_if(failures.begin(), failures.end(),
+                              [](const Ending& ending) { return ending.by_signal; });
+    if (cause == failures.end()) cause = failures.begin();
+    failure_status_ = cause->status;
+    // A rank that left early with status 0 breaks its peers' collectives
+    // as surely as a crash: name it first.
+    for (int rank : early_exits_)
+      report("rank " + std::to_string(rank) +
+             " exited with status 0 while other ranks were still running, before the first "
+             "failure");
+    report("rank " + std::to_string(cause->rank) + " " + cause->what);
+    for (const Ending& ending : failures)
+      if (&ending != &*cause) report("rank " + std::to_string(ending.rank) + " " + ending.what);
+    start_stopping(SIGTERM);
   }
 
-  // Reaps ended ranks and reports failures: the first one (which sets the
-  // status) and, with `report_all`, any other. True when it found the first.
-  bool reap_pass(bool report_all) {
-    bool found_first = false;
+  // How one rank ended, when it failed.
+  struct Ending {
+    int rank = 0;
+    int status = 0;  // exit code, or 128 + signal
+    bool by_signal = false;
+    std::string what;  // "exited with status 3", "killed by signal SIGKILL"
+  };
+
+  // Reaps ended ranks; returns those that failed. Ranks ending with status 0
+  // while others still run, before any failure, are remembered.
+  std::vector<Ending> reap_pass() {
+    std::vector<Ending> failures;
     for (Rank& rank : ranks_) {
       if (!rank.running) continue;
       int status = 0;
@@ -583,27 +659,22 @@ class Launcher {
       if (result == 0 || (result < 0 && errno == EINTR)) continue;
       rank.running = false;
       if (result < 0) continue;
-      int exit_status = 0;
-      std::string what;
+      Ending ending{rank.global_rank, 0, false, ""};
       if (WIFEXITED(status)) {
-        exit_status = WEXITSTATUS(status);
-        what = "exited with status " + std::to_string(exit_status);
+        ending.status = WEXITSTATUS(status);
+        ending.what = "exited with status " + std::to_string(ending.status);
       } else if (WIFSIGNALED(status)) {
-        exit_status = 128 + WTERMSIG(status);
-        what = "killed by signal " + signal_name(WTERMSIG(status));
+        ending.status = 128 + WTERMSIG(status);
+        ending.by_signal = true;
+        ending.what = "killed by signal " + signal_name(WTERMSIG(status));
       }
-      if (exit_status == 0) continue;
-      if (!failure_status_) {
-        // The first failure decides the status; later ones are mostly the
-        // others being stopped.
-        failure_status_ = exit_status;
-        found_first = true;
-      } else if (!report_all && !found_first) {
-        continue;
+      if (ending.status != 0) {
+        failures.push_back(std::move(ending));
+      } else if (!failure_status_ && any_running()) {
+        early_exits_.push_back(rank.global_rank);
       }
-      report("rank " + std::to_string(rank.global_rank) + " " + what);
     }
-    return found_first;
+    return failures;
   }
 
   bool any_running() const {
@@ -663,6 +734,9 @@ class Launcher {
   Options options_;
   std::vector<Rank> ranks_;
   std::string temporary_directory_;
+  std::string job_id_;
+  int watchdog_pipe_ = -1;
+  std::vector<int> early_exits_;  // ranks that ended with 0 while others ran
   int signal_pipe_read_ = -1;
   int interrupt_signal_ = 0;
   std::optional<int> failure_status_;

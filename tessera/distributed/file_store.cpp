@@ -76,8 +76,8 @@ std::string FileStore::path_of(const std::string& key) const {
   return directory_ + "/" + name;
 }
 
-void FileStore::set(const std::string& key, const std::vector<char>& value) {
-  const std::string path = path_of(key);
+std::string FileStore::write_temporary(const std::string& key,
+                                       const std::vector<char>& value) const {
   // mkstemp: a unique, exclusively created name even when ranks on several
   // machines (or containers with the same pids) share the folder.
   std::string temp = directory_ + "/tmp-XXXXXX";
@@ -89,10 +89,30 @@ void FileStore::set(const std::string& key, const std::vector<char>& value) {
   int error = ok ? 0 : errno;
   ok = (::close(fd) == 0) && ok;
   // No fsync: a rendezvous store only has to outlive the job, not a crash.
-  if (ok && ::rename(temp.c_str(), path.c_str()) == 0) return;
-  error = error ? error : errno;
+  if (ok) return temp;
+  ::unlink(temp.c_str());
+  TESSERA_FAIL("[FileStore] cannot write key '", key, "' to '", temp, "': ", errno_text(error));
+}
+
+void FileStore::set(const std::string& key, const std::vector<char>& value) {
+  const std::string path = path_of(key);
+  const std::string temp = write_temporary(key, value);
+  if (::rename(temp.c_str(), path.c_str()) == 0) return;
+  const int error = errno;
   ::unlink(temp.c_str());
   TESSERA_FAIL("[FileStore] cannot write key '", key, "' to '", path, "': ", errno_text(error));
+}
+
+bool FileStore::create(const std::string& key, const std::vector<char>& value) {
+  const std::string path = path_of(key);
+  const std::string temp = write_temporary(key, value);
+  const int result = ::link(temp.c_str(), path.c_str());
+  const int error = errno;
+  ::unlink(temp.c_str());
+  if (result == 0) return true;
+  TESSERA_CHECK(error == EEXIST, "[FileStore] cannot create key '", key, "' at '", path,
+                "': ", errno_text(error));
+  return false;
 }
 
 bool FileStore::try_read(const std::string& key, std::vector<char>& value) const {

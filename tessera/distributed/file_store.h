@@ -19,6 +19,9 @@ class FileStore : public Store {
 
   // Writes the value atomically (temporary file + rename).
   void set(const std::string& key, const std::vector<char>& value) override;
+  // Writes a temporary file and hard-links it to the key's name: link()
+  // fails when the name exists, so the claim and the value are one step.
+  bool create(const std::string& key, const std::vector<char>& value) override;
   // Reads the value, polling until it exists or the timeout passes.
   std::vector<char> get(const std::string& key) override;
   // Polls until every key exists; the error names the missing keys and the time waited.
@@ -36,6 +39,8 @@ class FileStore : public Store {
  private:
   // Key -> file path; bytes outside [A-Za-z0-9_.-] are escaped so any key is a valid name.
   std::string path_of(const std::string& key) const;
+  // Writes `value` to a fresh temporary file in the directory; returns its path.
+  std::string write_temporary(const std::string& key, const std::vector<char>& value) const;
   // Reads a key's file; false when it does not exist yet.
   bool try_read(const std::string& key, std::vector<char>& value) const;
 

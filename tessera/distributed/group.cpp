@@ -3,15 +3,17 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <mutex>
 
 #include "tessera/backend/cuda.h"
 #include "tessera/core/error.h"
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
+#include "tessera/distributed/memory_store.h"
 #include "tessera/distributed/redis_store.h"
+#include "tessera/distributed/rendezvous.h"
 #include "tessera/distributed/solo_group.h"
+#include "tessera/distributed/spmd_check.h"
 #ifdef TESSERA_HAVE_MPI
 #include "tessera/distributed/mpi/mpi_group.h"
 #endif
@@ -35,17 +37,14 @@ const char* reduce_op_name(ReduceOp op) {
 
 namespace {
 
-// The store the rendezvous URL names; a lone process without one gets a private folder.
+// The store the rendezvous URL names; a lone process without one keeps its
+// keys in memory, so it leaves no folder behind.
 std::shared_ptr<Store> open_store(const Environment& env) {
   const std::string file_prefix = "file://";
   if (env.rendezvous.empty()) {
     TESSERA_CHECK(env.world_size == 1, "[init_process_group] no rendezvous (TESSERA_RDZV) for ",
                   env.world_size, " ranks; set TESSERA_RDZV=file:///shared/dir");
-    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-rdzv-XXXXXX").string();
-    TESSERA_CHECK(::mkdtemp(pattern.data()) != nullptr,
-                  "[init_process_group] cannot create a private rendezvous folder from '", pattern,
-                  "'");
-    return std::make_shared<FileStore>(pattern, env.timeout);
+    return std::make_shared<MemoryStore>(env.timeout);
   }
   if (env.rendezvous.rfind(file_prefix, 0) == 0) {
     return std::make_shared<FileStore>(env.rendezvous.substr(file_prefix.size()), env.timeout);
@@ -68,7 +67,7 @@ std::shared_ptr<Group> init_mpi(std::chrono::milliseconds timeout) {
                 "(OMPI_COMM_WORLD_SIZE is not set): run `mpirun -n N prog`, or use "
                 "TESSERA_BACKEND=gloo with tessera-run");
 #ifdef TESSERA_HAVE_MPI
-  std::shared_ptr<Group> group = MpiGroup::world(timeout);
+  std::shared_ptr<Group> group = with_spmd_check(MpiGroup::world(timeout));
   set_default_group(group);
   return group;
 #else
@@ -82,19 +81,22 @@ void check_nccl_usable() {
   TESSERA_CHECK(nccl_backend_built(),
                 "[init_process_group] the nccl backend is not built into this Tessera (configure "
                 "with the CUDA toolkit and NCCL installed and -DTESSERA_WITH_CUDA=ON); valid here: "
-                "gloo", mpi_backend_built() ? ", mpi" : "");
+                "gloo",
+                mpi_backend_built() ? ", mpi" : "");
   TESSERA_CHECK(cuda::is_available(), "[init_process_group] the nccl backend needs a CUDA device: ",
                 cuda::unavailable_reason(), "; use TESSERA_BACKEND=gloo for CPU tensors");
 }
 
 // The NCCL group of `env`'s ranks, on cuda:(LOCAL_RANK mod the devices this process sees).
-std::shared_ptr<Group> make_nccl_group(const Environment& env, std::shared_ptr<Store> store) {
+std::shared_ptr<Group> make_nccl_group(const Environment& env, std::shared_ptr<Store> store,
+                                       const std::string& prefix) {
 #ifdef TESSERA_HAVE_NCCL
-  return std::make_shared<NcclGroup>(std::move(store), "world/", env.rank, env.world_size,
+  return std::make_shared<NcclGroup>(std::move(store), prefix + "world/", env.rank, env.world_size,
                                      env.local_rank % cuda::device_count(), env.timeout);
 #else
   (void)env;
   (void)store;
+  (void)prefix;
   return nullptr;
 #endif
 }
@@ -116,17 +118,17 @@ std::shared_ptr<Group> init_process_group(const Environment& env, Backend backen
   if (backend == Backend::nccl) check_nccl_usable();
   TESSERA_CHECK(env.world_size >= 1 && env.rank >= 0 && env.rank < env.world_size,
                 "[init_process_group] rank ", env.rank, " is outside [0, ", env.world_size, ")");
+  // One deadline for the whole rendezvous and connection, as the timeout promises.
+  const Deadline deadline(env.timeout);
   std::shared_ptr<Store> store = open_store(env);
-  // Gloo publishes rank r's address under "world/r" (NCCL a marker); finding it already
-  // there means the rendezvous holds an earlier job's keys, which would be
-  // read as current (peers dialling dead addresses).
-  const std::string own_key = "world/" + std::to_string(env.rank);
-  TESSERA_CHECK(!store->check(own_key), "[init_process_group] rank ", env.rank, ": key '", own_key,
-                "' already exists in the rendezvous '", env.rendezvous,
-                "', left by an earlier job; use a fresh folder for file:// or a new job name for "
-                "redis://host:port/job (tessera-run picks fresh ones unless --rdzv is given)");
+  // Every key is bound to the job, and each rank is claimed atomically, so
+  // neither an earlier job's keys nor a second job started at once on the
+  // same rendezvous can join this one.
+  const std::string job_prefix = job_key_prefix(job_id_from_env());
+  join_rendezvous(*store, job_prefix, env.rank, env.world_size, env.rendezvous, deadline);
   if (backend == Backend::nccl) {
-    std::shared_ptr<Group> group = make_nccl_group(env, std::move(store));
+    std::shared_ptr<Group> group =
+        with_spmd_check(make_nccl_group(env, std::move(store), job_prefix));
     set_default_group(group);
     return group;
   }
@@ -138,8 +140,9 @@ std::shared_ptr<Group> init_process_group(const Environment& env, Backend backen
                   "[init_process_group] gethostname failed");
     hostname = name;
   }
-  auto group = std::make_shared<GlooGroup>(store, "world/", env.rank, env.world_size,
-                                           env.timeout, hostname);
+  std::shared_ptr<Group> group = with_spmd_check(
+      std::make_shared<GlooGroup>(store, job_prefix + "world/", env.rank, env.world_size,
+                                  env.timeout, hostname, job_prefix, deadline.left()));
   set_default_group(group);
   return group;
 }

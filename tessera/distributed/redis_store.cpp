@@ -125,6 +125,12 @@ void RedisStore::set(const std::string& key, const std::vector<char>& value) {
   command({"SET", prefix_ + key, std::string(value.begin(), value.end())});
 }
 
+bool RedisStore::create(const std::string& key, const std::vector<char>& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Reply reply = command({"SET", prefix_ + key, std::string(value.begin(), value.end()), "NX"});
+  return reply->type == REDIS_REPLY_STATUS;  // "OK"; nil when the key existed
+}
+
 std::vector<char> RedisStore::get(const std::string& key) {
   wait({key}, timeout_);
   std::lock_guard<std::mutex> lock(mutex_);

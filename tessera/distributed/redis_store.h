@@ -39,6 +39,8 @@ class RedisStore : public Store {
 
   // SET, replacing any earlier value.
   void set(const std::string& key, const std::vector<char>& value) override;
+  // SET NX: atomic across every client of the server.
+  bool create(const std::string& key, const std::vector<char>& value) override;
   // GET, polling until the key exists or the timeout passes.
   std::vector<char> get(const std::string& key) override;
   // Polls until every key exists; the error names the missing keys and the time waited.

@@ -16,6 +16,10 @@ class Store {
 
   // Publishes `value` under `key`, replacing any earlier value.
   virtual void set(const std::string& key, const std::vector<char>& value) = 0;
+  // Publishes `value` under `key` only if the key does not exist yet, in one
+  // atomic step: of several processes racing for a key exactly one gets
+  // true. False when the key was already there (its value is left alone).
+  virtual bool create(const std::string& key, const std::vector<char>& value) = 0;
   // The value under `key`, waiting up to timeout() for it to appear.
   virtual std::vector<char> get(const std::string& key) = 0;
   // Blocks until every key exists; throws tessera::Error after `timeout`.

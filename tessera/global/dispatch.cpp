@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/distributed/spmd_check.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
@@ -23,9 +25,9 @@ std::string layouts_str(const std::vector<Tensor>& inputs) {
   std::string text;
   for (size_t i = 0; i < inputs.size(); ++i) {
     text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
-    text += inputs[i].is_global() ? placement_str(inputs[i].placement()) + " " +
-                                        nd_sbp_str(inputs[i].nd_sbp())
-                                  : "local " + shape_str(inputs[i].shape());
+    text += inputs[i].is_global()
+                ? placement_str(inputs[i].placement()) + " " + nd_sbp_str(inputs[i].nd_sbp())
+                : "local " + shape_str(inputs[i].shape());
   }
   return text;
 }
@@ -39,9 +41,11 @@ std::string signatures_str(const std::vector<SbpSignature>& signatures) {
 // Logical bytes of one input a mesh axis moves: its size over the other
 // axes that split it.
 double axis_bytes(const TensorMeta& meta, const Placement& placement, int axis) {
-  double bytes = static_cast<double>(numel(meta.shape)) * static_cast<double>(dtype_size(meta.dtype));
+  double bytes =
+      static_cast<double>(numel(meta.shape)) * static_cast<double>(dtype_size(meta.dtype));
   for (int a = 0; a < placement.ndim(); ++a) {
-    if (a != axis && meta.sbp[a].is_split()) bytes /= static_cast<double>(placement.mesh()[static_cast<size_t>(a)]);
+    if (a != axis && meta.sbp[a].is_split())
+      bytes /= static_cast<double>(placement.mesh()[static_cast<size_t>(a)]);
   }
   return bytes;
 }
@@ -98,8 +102,8 @@ bool composes(const OpDef& op, const Placement& placement,
     std::vector<TensorMeta> local = metas;
     ShardOffsets offsets;
     for (size_t i = 0; i < metas.size(); ++i) {
-      global::Region region = global::shard_region(metas[i].shape, placement,
-                                                   NdSbp(input_sbps[i]), index);
+      global::Region region =
+          global::shard_region(metas[i].shape, placement, NdSbp(input_sbps[i]), index);
       local[i] = {region.size, metas[i].dtype, metas[i].device};
       offsets.push_back(region.start);
     }
@@ -107,8 +111,8 @@ bool composes(const OpDef& op, const Placement& placement,
       Attrs local_attrs = op.localize ? op.localize(attrs, local, metas, offsets) : attrs;
       std::vector<TensorMeta> got = op.infer(local, local_attrs);
       for (size_t o = 0; o < outputs.size(); ++o) {
-        if (got.at(o).shape != global::local_shape(outputs[o].shape, placement,
-                                                   NdSbp(output_sbps[o]), index)) {
+        if (got.at(o).shape !=
+            global::local_shape(outputs[o].shape, placement, NdSbp(output_sbps[o]), index)) {
           return false;
         }
       }
@@ -119,34 +123,13 @@ bool composes(const OpDef& op, const Placement& placement,
   return true;
 }
 
-// TESSERA_DEBUG_SPMD=1: before each global op, the ranks of its placement
-// compare what they are about to run (op number, name, inputs' layouts) and
-// the first divergence raises on every rank, naming both ranks and ops.
-bool spmd_debug() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("TESSERA_DEBUG_SPMD");
-    return value != nullptr && std::string(value) != "0" && std::string(value) != "";
-  }();
-  return enabled;
-}
-
-void check_same_op_everywhere(const OpDef& op, const Placement& placement,
-                              const std::vector<Tensor>& inputs) {
-  static thread_local int64_t sequence = 0;
-  const int64_t number = sequence++;
+// TESSERA_DEBUG_SPMD=1: every collective compares, across its group, what
+// each rank issues (distributed/spmd_check.h). A global op joins in with a
+// barrier on its placement, so ops that move no data are compared too, and
+// names itself for the collectives it issues.
+void check_same_op_everywhere(const Placement& placement) {
   if (!placement.contains(global::world_rank())) return;
-  const std::string text = str_cat("#", number, " ", op.name, "(", layouts_str(inputs), ")");
-  std::vector<uint8_t> bytes(text.begin(), text.end());
-  auto group = global::group_of(placement.ranks());
-  std::vector<Tensor> all = group->all_gather_uneven(
-      Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}));
-  for (size_t r = 0; r < all.size(); ++r) {
-    std::vector<uint8_t> theirs = all[r].to_vector<uint8_t>();
-    std::string other(theirs.begin(), theirs.end());
-    TESSERA_CHECK(other == text, "[spmd] ranks diverged: rank ", placement.ranks()[r], " issued ",
-                  other, " while rank ", global::world_rank(), " issued ", text,
-                  "; every rank must run the same ops in the same order");
-  }
+  global::group_of(placement.ranks())->barrier();
 }
 
 }  // namespace
@@ -163,7 +146,11 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
                   "] global inputs must share one placement; got ", layouts_str(inputs),
                   ". Move them with to_global(placement, sbp) first");
   }
-  if (spmd_debug()) check_same_op_everywhere(op, placement, inputs);
+  std::optional<distributed::SpmdScope> spmd_scope;
+  if (distributed::spmd_check_enabled()) {
+    spmd_scope.emplace(str_cat(op.name, "(", layouts_str(inputs), ")"));
+    check_same_op_everywhere(placement);
+  }
   const NdSbp all_broadcast = global::uniform(Sbp::broadcast(), placement.ndim());
   std::vector<Tensor> global_inputs;
   std::vector<TensorMeta> metas;
@@ -193,23 +180,22 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
         cost += global::boxing_cost(metas[i].sbp[axis], signature.inputs[i],
                                     axis_bytes(metas[i], placement, axis), parts);
       }
-      if (cost < best_cost &&
-          fits_layout(op, signature, metas, output_metas, attrs, parts)) {
+      if (cost < best_cost && fits_layout(op, signature, metas, output_metas, attrs, parts)) {
         best_cost = cost;
         best = &signature;
       }
     }
-    TESSERA_CHECK(best != nullptr, "[", op.name, "] has no SBP signature for ",
-                  layouts_str(inputs), "; valid signatures:", signatures_str(signatures));
+    TESSERA_CHECK(best != nullptr, "[", op.name, "] has no SBP signature for ", layouts_str(inputs),
+                  "; valid signatures:", signatures_str(signatures));
     for (size_t i = 0; i < inputs.size(); ++i) input_sbps[i].push_back(best->inputs[i]);
     for (size_t o = 0; o < output_metas.size(); ++o) output_sbps[o].push_back(best->outputs[o]);
   }
 
   // Axes whose choices do not compose fall back to broadcast, innermost first
   // (all-broadcast always holds).
-  for (int axis = placement.ndim(); placement.ndim() > 1 && axis-- > 0 &&
-                                    !composes(op, placement, input_sbps, output_sbps, metas,
-                                              output_metas, attrs);) {
+  for (int axis = placement.ndim();
+       placement.ndim() > 1 && axis-- > 0 &&
+       !composes(op, placement, input_sbps, output_sbps, metas, output_metas, attrs);) {
     for (auto& sbps : input_sbps) sbps[static_cast<size_t>(axis)] = Sbp::broadcast();
     for (auto& sbps : output_sbps) sbps[static_cast<size_t>(axis)] = Sbp::broadcast();
   }
@@ -220,9 +206,8 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
   ShardOffsets offsets;
   for (size_t i = 0; i < inputs.size(); ++i) {
     NdSbp sbp(input_sbps[i]);
-    Tensor boxed = global_inputs[i].nd_sbp() == sbp
-                       ? global_inputs[i]
-                       : global::box(global_inputs[i], placement, sbp);
+    Tensor boxed = global_inputs[i].nd_sbp() == sbp ? global_inputs[i]
+                                                    : global::box(global_inputs[i], placement, sbp);
     if (index < 0) continue;
     locals.push_back(boxed.local_shard());
     local_metas.push_back(locals.back().meta());
@@ -243,9 +228,11 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
       Shape expected = global::local_shape(output_metas[o].shape, placement, sbp, index);
       TESSERA_CHECK(local.shape() == expected, "[", op.name, "] internal error: signature gave a ",
                     "shard of shape ", shape_str(local.shape()), " where ", shape_str(expected),
-                    " was expected for ", nd_sbp_str(sbp), " of ", shape_str(output_metas[o].shape));
+                    " was expected for ", nd_sbp_str(sbp), " of ",
+                    shape_str(output_metas[o].shape));
     }
-    outputs.push_back(make_global(local, output_metas[o].shape, output_metas[o].dtype, placement, sbp));
+    outputs.push_back(
+        make_global(local, output_metas[o].shape, output_metas[o].dtype, placement, sbp));
   }
   return outputs;
 }
@@ -297,8 +284,8 @@ Tensor full(const Shape& shape, Scalar value, const Placement& placement, const 
   for (int a = 0; a < sbp.ndim(); ++a) {
     zero = zero || (sbp[a].kind == SbpKind::partial_sum && coord[static_cast<size_t>(a)] != 0);
   }
-  Tensor local = full(global::local_shape(shape, placement, sbp, index), zero ? Scalar(0.0) : value,
-                      resolved);
+  Tensor local =
+      full(global::local_shape(shape, placement, sbp, index), zero ? Scalar(0.0) : value, resolved);
   return make_global(local, shape, resolved, placement, sbp);
 }
 
@@ -340,8 +327,9 @@ Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DT
   return random_global(
       shape, placement, sbp, dtype, generator,
       [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); },
-      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d,
-         Generator* g) { return rand_region(s, at, size, d, g); });
+      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d, Generator* g) {
+        return rand_region(s, at, size, d, g);
+      });
 }
 
 Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
@@ -349,8 +337,9 @@ Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, D
   return random_global(
       shape, placement, sbp, dtype, generator,
       [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); },
-      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d,
-         Generator* g) { return randn_region(s, at, size, d, g); });
+      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d, Generator* g) {
+        return randn_region(s, at, size, d, g);
+      });
 }
 
 }  // namespace tessera

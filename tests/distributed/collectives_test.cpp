@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -18,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "tessera/distributed/file_store.h"
 #include "tessera/distributed/group.h"
+#include "tessera/distributed/rendezvous.h"
 #include "testing.h"
 
 extern char** environ;
@@ -139,6 +142,13 @@ TEST(CollectivesFailureTest, LostPeerEndsTheOtherRanksWithinTheTimeout) {
     EXPECT_NE(job.ranks[rank].stderr_text.find("[all_reduce] rank " + std::to_string(rank)),
               std::string::npos)
         << job.ranks[rank].stderr_text;
+    // Every survivor names the rank that left, not only the one connected to
+    // it (a survivor that failed first may be listed too: "lost rank 1 (...),
+    // rank 2 (process 4242 exited)").
+    EXPECT_NE(job.ranks[rank].stderr_text.find("; lost rank "), std::string::npos)
+        << job.ranks[rank].stderr_text;
+    EXPECT_NE(job.ranks[rank].stderr_text.find("rank 2 (process "), std::string::npos)
+        << job.ranks[rank].stderr_text;
   }
   EXPECT_LT(job.elapsed, 10s);  // the 5 s timeout plus start-up, not the 30 s deadline
 }
@@ -193,6 +203,10 @@ TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
     EXPECT_NE(text.find("[all_reduce] rank " + std::to_string(rank) + " of 3"), std::string::npos)
         << text;
     timed_out += text.find("timed out after 1000 ms") != std::string::npos;
+    // The stalled rank is named: alive but absent from the call, or gone by then.
+    EXPECT_TRUE(text.find("waiting on rank 2") != std::string::npos ||
+                text.find("lost rank 2") != std::string::npos)
+        << text;
   }
   EXPECT_GE(timed_out, 1);
   EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 0);
@@ -229,15 +243,52 @@ TEST(CollectivesFailureTest, SingleProcessGroupNeedsNoRendezvous) {
             std::string::npos);
 }
 
+TEST(CollectivesFailureTest, LoneProcessLeavesNoRendezvousFolder) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tessera-tmp-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  {
+    tessera::testing::ScopedEnv tmpdir("TMPDIR", pattern);
+    Environment env;
+    env.timeout = 5s;
+    EXPECT_EQ(init_process_group(env)->size(), 1);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(pattern)) << pattern;
+  std::filesystem::remove_all(pattern);
+}
+
+TEST(CollectivesFailureTest, RanksStartedWithDifferentWorldSizesNameBoth) {
+  Environment env;
+  env.timeout = 5s;
+  std::string pattern = (std::filesystem::temp_directory_path() / "tessera-sizes-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  env.rendezvous = "file://" + pattern;
+  tessera::testing::ScopedEnv no_job("TESSERA_JOB_ID", std::nullopt);
+  // Rank 0 of a job of 2 has claimed its rank; rank 1 was started for 3 ranks.
+  FileStore store(pattern, 5s);
+  const std::string rank0 = RankRecord{2, 1, "elsewhere"}.encode();
+  ASSERT_TRUE(store.create(rank_key("", 0), std::vector<char>(rank0.begin(), rank0.end())));
+  env.rank = 1;
+  env.world_size = 3;
+  env.local_world_size = 3;
+  env.local_rank = 1;
+  const std::string message = tessera::testing::error_of([&] { init_process_group(env); });
+  EXPECT_NE(message.find("[init_process_group] rank 1 was started with world size 3 (WORLD_SIZE) "
+                         "but rank 0 with world size 2"),
+            std::string::npos)
+      << message;
+  std::filesystem::remove_all(pattern);
+}
+
 TEST(CollectivesFailureTest, ReusedRendezvousFolderIsRefusedNamingIt) {
   std::string pattern = (std::filesystem::temp_directory_path() / "tessera-reused-XXXXXX").string();
   ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
   Environment env;
   env.timeout = 5s;
   env.rendezvous = "file://" + pattern;
-  EXPECT_EQ(init_process_group(env)->size(), 1);  // leaves world/0 behind, as a job does
+  tessera::testing::ScopedEnv no_job("TESSERA_JOB_ID", std::nullopt);
+  EXPECT_EQ(init_process_group(env)->size(), 1);  // leaves its claim behind, as a job does
   const std::string message = tessera::testing::error_of([&] { init_process_group(env); });
-  EXPECT_NE(message.find("[init_process_group] rank 0: key 'world/0' already exists"),
+  EXPECT_NE(message.find("[init_process_group] rank 0: key 'rank/0' already exists"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find(pattern), std::string::npos) << message;
@@ -253,8 +304,10 @@ struct LaunchResult {
 };
 
 LaunchResult launch(const std::string& options, const std::string& mode) {
-  const std::filesystem::path log = std::filesystem::temp_directory_path() /
-                                    ("tessera_launch_" + std::to_string(::getpid()) + ".log");
+  static std::atomic<int> launches{0};
+  const std::filesystem::path log =
+      std::filesystem::temp_directory_path() /
+      ("tessera_launch_" + std::to_string(::getpid()) + "_" + std::to_string(launches++) + ".log");
   const std::string command =
       std::string(TESSERA_RUN_PATH) + " " + options + " " + TESSERA_COLLECTIVES_WORKER + " " + mode;
   const auto start = std::chrono::steady_clock::now();
@@ -272,6 +325,22 @@ TEST(CollectivesLaunchTest, EveryCollectiveUnderTesseraRun) {
     LaunchResult result = launch("-n " + std::to_string(world_size) + " --timeout 60", "all");
     EXPECT_EQ(result.status, 0) << result.output;
   }
+}
+
+TEST(CollectivesLaunchTest, TwoJobsStartedAtOnceOnOneFolderStayApart) {
+  // Each tessera-run gives its ranks a fresh job id that every key is bound
+  // to, so two jobs on one --rdzv folder never form one group.
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tessera-twojobs-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::string options = "-n 2 --timeout 20 --rdzv file://" + pattern;
+  LaunchResult second;
+  std::thread other([&] { second = launch(options, "which"); });
+  LaunchResult first = launch(options, "which");
+  other.join();
+  EXPECT_EQ(first.status, 0) << first.output;
+  EXPECT_EQ(second.status, 0) << second.output;
+  std::filesystem::remove_all(pattern);
 }
 
 TEST(CollectivesLaunchTest, LostRankFailsTheWholeJobQuickly) {

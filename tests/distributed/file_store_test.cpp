@@ -122,5 +122,23 @@ TEST_F(FileStoreTest, RejectsBadConstruction) {
             std::string::npos);
 }
 
+TEST_F(FileStoreTest, CreateLetsExactlyOneOfManyRacersClaimAKey) {
+  FileStore store(dir_, 1s);
+  constexpr int kRacers = 8;
+  std::vector<int> won(kRacers, 0);
+  std::vector<std::thread> racers;
+  for (int i = 0; i < kRacers; ++i)
+    racers.emplace_back([&, i] { won[i] = store.create("rank/0", bytes(std::to_string(i))); });
+  for (std::thread& racer : racers) racer.join();
+  int winners = 0;
+  for (int i = 0; i < kRacers; ++i) {
+    if (!won[i]) continue;
+    ++winners;
+    EXPECT_EQ(store.get("rank/0"), bytes(std::to_string(i)));  // the winner's value, whole
+  }
+  EXPECT_EQ(winners, 1);
+  EXPECT_FALSE(store.create("rank/0", bytes("late")));
+}
+
 }  // namespace
 }  // namespace tessera::distributed

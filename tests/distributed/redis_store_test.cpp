@@ -198,7 +198,7 @@ TEST_F(RedisStoreTest, OneProcessGroupRendezvousesAndRefusesAReusedJob) {
   group->all_reduce(t);
   EXPECT_EQ(t.item<float>(), 2.5f);
   const std::string message = error_of([&] { init_process_group(env); });
-  EXPECT_NE(message.find("key 'world/0' already exists"), std::string::npos) << message;
+  EXPECT_NE(message.find("key 'rank/0' already exists"), std::string::npos) << message;
   EXPECT_NE(message.find(env.rendezvous), std::string::npos) << message;
 }
 
@@ -254,8 +254,11 @@ TEST_F(RedisStoreTest, EveryCollectiveUnderTesseraRunWithRedisRendezvous) {
     LaunchResult result = launch("-n 3 --timeout 30 --rdzv " + url(), "all");
     EXPECT_EQ(result.status, 0) << result.output;
   }
-  // A named job is used as given: running it again finds its old keys.
+  // A named job is used as given; each launcher binds its keys to a fresh
+  // job id, so only a run under the same TESSERA_JOB_ID finds its old keys.
   const std::string named = url() + "/" + prefix().substr(8, prefix().size() - 9);
+  EXPECT_EQ(launch("-n 2 --timeout 30 --rdzv " + named, "all").status, 0);
+  tessera::testing::ScopedEnv same_job("TESSERA_JOB_ID", "job-reused");
   EXPECT_EQ(launch("-n 2 --timeout 30 --rdzv " + named, "all").status, 0);
   LaunchResult again = launch("-n 2 --timeout 30 --rdzv " + named, "all");
   EXPECT_NE(again.status, 0);

@@ -73,9 +73,9 @@ struct Job {
 Job run_workers(int ranks, const std::string& mode, const std::string& env = "") {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tessera_global_" + std::to_string(::getpid()) + ".log");
-  const std::string command = env + " " + std::string(TESSERA_RUN_PATH) + " -n " + std::to_string(ranks) +
-                              " --timeout 60 " + TESSERA_GLOBAL_WORKER + " " + mode + " > " +
-                              log.string() + " 2>&1";
+  const std::string command = env + " " + std::string(TESSERA_RUN_PATH) + " -n " +
+                              std::to_string(ranks) + " --timeout 60 " + TESSERA_GLOBAL_WORKER +
+                              " " + mode + " > " + log.string() + " 2>&1";
   const int raw = std::system(command.c_str());
   std::ifstream file(log);
   std::stringstream text;
@@ -120,7 +120,18 @@ TEST_P(GlobalJobTest, DebugModeNamesTheRankThatIssuedAnotherOp) {
   Job job = run_workers(GetParam(), "diverge", "TESSERA_DEBUG_SPMD=1");
   EXPECT_NE(job.status, 0) << job.output;
   EXPECT_HAS(job.output, "[spmd] ranks diverged");
-  EXPECT_HAS(job.output, "rank " + std::to_string(GetParam() - 1) + " issued #0 mul");
+  EXPECT_HAS(job.output, "rank " + std::to_string(GetParam() - 1) + " issued #");
+  EXPECT_HAS(job.output, "barrier() in mul(");
+}
+
+TEST_P(GlobalJobTest, DebugModeSeesACollectiveThatItemIssuesOnOneRank) {
+  // Only rank 0 calls loss.item(); the others go on to the next op. Without
+  // the check at the group, both sides waited for the full timeout.
+  Job job = run_workers(GetParam(), "item_alone", "TESSERA_DEBUG_SPMD=1");
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "[spmd] ranks diverged");
+  EXPECT_HAS(job.output, "all_reduce(");
+  EXPECT_HAS(job.output, "barrier() in add(");
 }
 
 TEST_P(GlobalJobTest, MisuseGivesClearErrors) {
@@ -129,8 +140,8 @@ TEST_P(GlobalJobTest, MisuseGivesClearErrors) {
 }
 
 TEST(GlobalCheckpointTest, SavedOnFourTensorParallelLoadsOnTwoDataParallelAndOne) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("tessera_sharded_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tessera_sharded_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   Job saved = run_workers(4, "ckpt_save " + dir.string());
   ASSERT_EQ(saved.status, 0) << saved.output;

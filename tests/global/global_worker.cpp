@@ -13,6 +13,7 @@
 //             back with data parallelism (or on one process) it gives the
 //             same outputs
 //   diverge   the last rank issues another op (for TESSERA_DEBUG_SPMD=1)
+//   item_alone  rank 0 alone calls item() on a global loss (TESSERA_DEBUG_SPMD=1)
 //   train     data-, tensor- and 2-D-parallel training of an MLP and a small
 //             GPT tracks single-process training step by step
 
@@ -34,13 +35,15 @@ namespace {
 int g_rank = 0;
 int g_checks = 0;
 
-#define CHECK_WORKER(cond, ...)                                                                 \
-  do {                                                                                         \
-    ++g_checks;                                                                                \
-    if (!(cond)) TESSERA_FAIL("rank ", g_rank, " line ", __LINE__, ": ", #cond, " ", ##__VA_ARGS__); \
+#define CHECK_WORKER(cond, ...)                                                           \
+  do {                                                                                    \
+    ++g_checks;                                                                           \
+    if (!(cond))                                                                          \
+      TESSERA_FAIL("rank ", g_rank, " line ", __LINE__, ": ", #cond, " ", ##__VA_ARGS__); \
   } while (0)
 
-void check_close(const Tensor& actual, const Tensor& expected, double tol, const std::string& what) {
+void check_close(const Tensor& actual, const Tensor& expected, double tol,
+                 const std::string& what) {
   auto result = tessera::testing::all_close(actual, expected, tol, tol);
   CHECK_WORKER(result, what, ": ", result.message());
 }
@@ -70,7 +73,8 @@ Tensor make_source(const Tensor& whole, const Placement& placement, const NdSbp&
 
 // Reduces a global tensor's partial axes with raw collectives and compares
 // this rank's data with its region of `whole`.
-void check_global(const Tensor& y, const Tensor& whole, const std::string& what, double tol = 1e-5) {
+void check_global(const Tensor& y, const Tensor& whole, const std::string& what,
+                  double tol = 1e-5) {
   CHECK_WORKER(y.is_global() && y.shape() == whole.shape(), what);
   const Placement placement = y.placement();
   const int index = placement.index_of(g_rank);
@@ -89,7 +93,8 @@ void check_global(const Tensor& y, const Tensor& whole, const std::string& what,
                                                               : distributed::ReduceOp::min);
     as_broadcast[static_cast<size_t>(a)] = Sbp::broadcast();
   }
-  global::Region region = global::shard_region(whole.shape(), placement, NdSbp(as_broadcast), index);
+  global::Region region =
+      global::shard_region(whole.shape(), placement, NdSbp(as_broadcast), index);
   Tensor expected = whole;
   for (size_t d = 0; d < region.size.size(); ++d) {
     expected = expected.narrow(static_cast<int64_t>(d), region.start[d], region.size[d]);
@@ -105,18 +110,20 @@ void convert_and_check(const Tensor& whole, const Placement& from_p, const NdSbp
                        const Placement& to_p, const NdSbp& to_s) {
   Tensor x = make_source(whole, from_p, from_s);
   if (std::getenv("GLOBAL_WORKER_TRACE")) {
-    std::fprintf(stderr, "%s -> %s\n", layout_str(from_p, from_s).c_str(), layout_str(to_p, to_s).c_str());
+    std::fprintf(stderr, "%s -> %s\n", layout_str(from_p, from_s).c_str(),
+                 layout_str(to_p, to_s).c_str());
   }
   Tensor y = x.to_global(to_p, to_s);
-  check_global(y, whole, layout_str(from_p, from_s) + " -> " + layout_str(to_p, to_s) + " of " +
-                             shape_str(whole.shape()));
+  check_global(y, whole,
+               layout_str(from_p, from_s) + " -> " + layout_str(to_p, to_s) + " of " +
+                   shape_str(whole.shape()));
   // The source is unchanged (boxing never writes into it).
   check_global(x, whole, "source after boxing");
 }
 
 std::vector<NdSbp> one_d_sbps() {
-  return {Sbp::split(0), Sbp::split(1), Sbp::broadcast(), Sbp::partial_sum(), Sbp::partial_max(),
-          Sbp::partial_min()};
+  return {Sbp::split(0),      Sbp::split(1),      Sbp::broadcast(),
+          Sbp::partial_sum(), Sbp::partial_max(), Sbp::partial_min()};
 }
 
 void run_boxing(int n) {
@@ -136,7 +143,7 @@ void run_boxing(int n) {
   std::vector<int> reversed;
   for (int r = n; r-- > 0;) reversed.push_back(r);
   std::vector<int> first(reversed.rbegin() + 1, reversed.rend());  // [0, n-1)
-  std::vector<int> last(reversed.begin(), reversed.end() - 1);      // ranks n-1 .. 1
+  std::vector<int> last(reversed.begin(), reversed.end() - 1);     // ranks n-1 .. 1
   const std::vector<Placement> others{Placement(DeviceType::cpu, reversed),
                                       Placement(DeviceType::cpu, first),
                                       Placement(DeviceType::cpu, last)};
@@ -215,9 +222,9 @@ void check_factories(int n) {
   if (n == 4) {
     // Each rank draws only its box, nested splits of one dim included.
     const Placement mesh = Placement::cpu_mesh({2, 2});
-    for (const NdSbp& sbp : {NdSbp({Sbp::split(0), Sbp::split(1)}),
-                             NdSbp({Sbp::split(1), Sbp::split(1)}),
-                             NdSbp({Sbp::broadcast(), Sbp::split(0)})}) {
+    for (const NdSbp& sbp :
+         {NdSbp({Sbp::split(0), Sbp::split(1)}), NdSbp({Sbp::split(1), Sbp::split(1)}),
+          NdSbp({Sbp::broadcast(), Sbp::split(0)})}) {
       Generator a(7), b(7);
       check_global(randn({5, 7}, mesh, sbp, DType::f32, &a), randn({5, 7}, DType::f32, &b),
                    "randn on [2, 2] " + nd_sbp_str(sbp));
@@ -285,8 +292,8 @@ void run_autograd(int n) {
   const Tensor class_weight = Tensor::from_vector<double>({0.5, 2.0, 1.0, 1.5}, {4});
   for (const bool weighted : {false, true}) {
     for (const double smoothing : {0.0, 0.1}) {
-      const std::string what = str_cat("cross_entropy mean (weighted ", weighted, ", smoothing ",
-                                       smoothing, ")");
+      const std::string what =
+          str_cat("cross_entropy mean (weighted ", weighted, ", smoothing ", smoothing, ")");
       Tensor ref_logits = logits_whole.clone().set_requires_grad();
       Tensor ref = cross_entropy(ref_logits, target_whole, weighted ? class_weight : Tensor(), 1,
                                  "mean", smoothing);
@@ -309,8 +316,7 @@ void run_autograd(int n) {
     Tensor ref_input = log_softmax(logits_whole, 1).detach().set_requires_grad();
     Tensor ref = nll_loss(ref_input, target_whole, class_weight, 1, "mean");
     ref.backward();
-    Tensor input =
-        make_source(ref_input.detach(), all, Sbp::split(0)).detach().set_requires_grad();
+    Tensor input = make_source(ref_input.detach(), all, Sbp::split(0)).detach().set_requires_grad();
     Tensor loss = nll_loss(input, make_source(target_whole, all, Sbp::split(0)),
                            make_source(class_weight, all, Sbp::broadcast()), 1, "mean");
     check_global(loss, ref, "nll_loss mean", 1e-12);
@@ -381,11 +387,13 @@ std::vector<double> train(const Layout& layout, MakeModel make_model, MakeBatch 
     global::parallelize(*model, layout.placement, layout.plan, layout.tp_axis);
     for (const auto& [name, param] : model->named_parameters()) {
       CHECK_WORKER(param.is_global() && param.placement() == layout.placement, name);
-      auto [module, leaf] = std::make_pair(name.substr(0, name.rfind('.')), name.substr(name.rfind('.') + 1));
+      auto [module, leaf] =
+          std::make_pair(name.substr(0, name.rfind('.')), name.substr(name.rfind('.') + 1));
       auto style = layout.plan.find(module);
       const bool split = style != layout.plan.end() &&
                          (leaf == "weight" || style->second == global::TpStyle::column);
-      CHECK_WORKER(!param.nd_sbp().all_broadcast() == split, name, " is ", nd_sbp_str(param.nd_sbp()));
+      CHECK_WORKER(!param.nd_sbp().all_broadcast() == split, name, " is ",
+                   nd_sbp_str(param.nd_sbp()));
     }
   }
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -440,14 +448,21 @@ void run_train(int n) {
     Generator gen(100 + static_cast<uint64_t>(step));
     return std::make_pair(randn({10, 12}, DType::f32, &gen), randint(0, 5, {10}, DType::i64, &gen));
   };
-  std::vector<Layout> mlp_layouts{
-      {"MLP data parallel", Placement::cpu(n), {}, 0, -1},
-      {"MLP tensor parallel", Placement::cpu(n), {{"0", TpStyle::column}, {"2", TpStyle::row}}, -1, 0}};
+  std::vector<Layout> mlp_layouts{{"MLP data parallel", Placement::cpu(n), {}, 0, -1},
+                                  {"MLP tensor parallel",
+                                   Placement::cpu(n),
+                                   {{"0", TpStyle::column}, {"2", TpStyle::row}},
+                                   -1,
+                                   0}};
   if (n == 4) {
-    mlp_layouts.push_back({"MLP 2-D [2, 2]", Placement::cpu_mesh({2, 2}),
-                           {{"0", TpStyle::column}, {"2", TpStyle::row}}, 0, 1});
+    mlp_layouts.push_back({"MLP 2-D [2, 2]",
+                           Placement::cpu_mesh({2, 2}),
+                           {{"0", TpStyle::column}, {"2", TpStyle::row}},
+                           0,
+                           1});
   }
-  std::vector<double> reference = train<nn::Sequential>(Layout{}, make_mlp, mlp_batch, steps, false);
+  std::vector<double> reference =
+      train<nn::Sequential>(Layout{}, make_mlp, mlp_batch, steps, false);
   for (const Layout& layout : mlp_layouts) {
     check_tracks(train<nn::Sequential>(layout, make_mlp, mlp_batch, steps, false), reference,
                  layout.name + " on " + std::to_string(n) + " ranks");
@@ -464,8 +479,7 @@ void run_train(int n) {
   auto gpt_batch = [](int step) {
     Generator gen(500 + static_cast<uint64_t>(step));
     Tensor tokens = randint(0, 24, {4, 9}, DType::i64, &gen);
-    return std::make_pair(tokens.narrow(1, 0, 8).contiguous(),
-                          tokens.narrow(1, 1, 8).contiguous());
+    return std::make_pair(tokens.narrow(1, 0, 8).contiguous(), tokens.narrow(1, 1, 8).contiguous());
   };
   std::map<std::string, TpStyle> gpt_plan{{"token", TpStyle::vocab}, {"head", TpStyle::column}};
   for (int b = 0; b < 2; ++b) {
@@ -475,7 +489,8 @@ void run_train(int n) {
   }
   std::vector<Layout> gpt_layouts{{"GPT data parallel", Placement::cpu(n), {}, 0, -1},
                                   {"GPT tensor parallel", Placement::cpu(n), gpt_plan, -1, 0}};
-  if (n == 4) gpt_layouts.push_back({"GPT 2-D [2, 2]", Placement::cpu_mesh({2, 2}), gpt_plan, 0, 1});
+  if (n == 4)
+    gpt_layouts.push_back({"GPT 2-D [2, 2]", Placement::cpu_mesh({2, 2}), gpt_plan, 0, 1});
   reference = train<models::GPT>(Layout{}, make_gpt, gpt_batch, steps, true);
   for (const Layout& layout : gpt_layouts) {
     check_tracks(train<models::GPT>(layout, make_gpt, gpt_batch, steps, true), reference,
@@ -555,6 +570,12 @@ int main(int argc, char** argv) {
       Tensor a = ones({4}, Placement::cpu(n), Sbp::split(0));
       Tensor b = g_rank == n - 1 ? mul(a, a) : add(a, a);
       (void)b;
+    } else if (mode == "item_alone") {  // run with TESSERA_DEBUG_SPMD=1
+      Tensor loss = sum(ones({4}, Placement::cpu(n), Sbp::split(0)));
+      // Rank 0 alone reads the loss: item() on a global tensor is a collective.
+      if (g_rank == 0) std::printf("loss %g\n", static_cast<double>(loss.item<float>()));
+      Tensor next = add(loss, loss);
+      (void)next;
     } else if (mode == "train") {
       run_train(n);
     } else if (mode == "errors") {

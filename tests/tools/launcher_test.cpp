@@ -292,6 +292,45 @@ TEST_F(LauncherTest, RankKilledBySignalGives128PlusSignal) {
   EXPECT_HAS(result.err, "tessera-run: rank 0 killed by signal SIGKILL\n");
 }
 
+TEST_F(LauncherTest, RankKilledBySignalIsTheCauseEvenWhenSeenSecond) {
+  // Rank 1 exits 1 and, a moment later, rank 0 is SIGKILLed: the launcher
+  // sees the survivor-like failure first, but the kill is the cause.
+  const Result result = run_sh(2,
+                               "if [ $RANK = 0 ]; then echo $$ > \"$1/pid.0\"; exec sleep 60; fi;"
+                               "while [ ! -s \"$1/pid.0\" ]; do sleep 0.01; done;"
+                               "(sleep 0.02; kill -KILL $(cat \"$1/pid.0\")) & exit 1");
+  EXPECT_EQ(result.status, 137) << result.err;
+  EXPECT_HAS(result.err, "tessera-run: rank 0 killed by signal SIGKILL\n");
+}
+
+TEST_F(LauncherTest, RankLeavingEarlyWithStatusZeroIsNamed) {
+  const Result result =
+      run_sh(2, "if [ $RANK = 1 ]; then exit 0; fi; sleep 0.5; echo lost my peer >&2; exit 1");
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_HAS(result.err,
+             "tessera-run: rank 1 exited with status 0 while other ranks were still running");
+  EXPECT_HAS(result.err, "tessera-run: rank 0 exited with status 1\n");
+}
+
+TEST_F(LauncherTest, KilledLauncherLeavesNoRendezvousFolder) {
+  const pid_t launcher =
+      start({"-n", "1", "/bin/sh", "-c", "echo \"$TESSERA_RDZV\" > \"$1/rdzv.0\"; exec sleep 60",
+             "sh", dir_.string()});
+  ASSERT_TRUE(wait_for_files("rdzv.", 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the write finish
+  const std::string folder = lines_of(read_text(dir_ / "rdzv.0")).at(0).substr(7);
+  ASSERT_TRUE(fs::is_directory(folder)) << folder;
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  finish(launcher);
+  bool removed = false;
+  for (int attempt = 0; attempt < 500 && !removed; ++attempt) {
+    removed = !fs::exists(folder);
+    if (!removed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(removed) << folder << " outlived a SIGKILLed tessera-run";
+  if (!removed) fs::remove_all(folder);
+}
+
 TEST_F(LauncherTest, ForwardsSigtermAndRemovesTheRendezvous) {
   const pid_t launcher = start({"-n", "2", "/bin/sh", "-c",
                                 "echo $$ > \"$1/pid.$RANK\"; echo \"$TESSERA_RDZV\" > "

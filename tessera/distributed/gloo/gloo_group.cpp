@@ -28,32 +28,43 @@
 #include "tessera/distributed/gloo/layout_exchange.h"
 #include "tessera/distributed/gloo/ring_reduce_scatter.h"
 #include "tessera/distributed/gloo/shared_memory_reducer.h"
+#include "tessera/distributed/rendezvous.h"
 
 namespace tessera::distributed {
 namespace {
 
 // Presents our Store to Gloo's rendezvous with every key under `prefix`, so
 // the world group and each split rendezvous separately in one directory.
+// Gloo's own waits each get the whole timeout; the adapter holds them to
+// the connection's one deadline instead.
 class StoreAdapter : public gloo::rendezvous::Store {
  public:
-  StoreAdapter(distributed::Store& store, std::string prefix)
-      : store_(store), prefix_(std::move(prefix)) {}
+  StoreAdapter(distributed::Store& store, std::string prefix, const Deadline& deadline)
+      : store_(store), prefix_(std::move(prefix)), deadline_(deadline) {}
   void set(const std::string& key, const std::vector<char>& data) override {
     store_.set(prefix_ + key, data);
   }
-  std::vector<char> get(const std::string& key) override { return store_.get(prefix_ + key); }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, store_.timeout()); }
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override {
+  std::vector<char> get(const std::string& key) override {
+    wait({key});
+    return store_.get(prefix_ + key);
+  }
+  void wait(const std::vector<std::string>& keys) override {
     std::vector<std::string> full;
     for (const auto& key : keys) full.push_back(prefix_ + key);
-    store_.wait(full, timeout);
+    store_.wait(full, deadline_.left());
+  }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override {
+    wait(keys);
   }
 
  private:
   distributed::Store& store_;
   std::string prefix_;
+  const Deadline& deadline_;
 };
+
+// Gloo waits up to five times a pair's timeout for it to connect.
+constexpr int kGlooConnectFactor = 5;
 
 // Top bytes of the slots of Tessera's own messages, clear of Gloo's
 // collective prefixes (1-8): the layout exchanges, the reduce-scatter ring,
@@ -91,9 +102,11 @@ std::string host_port(const std::vector<char>& bytes) {
 }  // namespace
 
 GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-                     std::chrono::milliseconds timeout, std::string hostname)
+                     std::chrono::milliseconds timeout, std::string hostname,
+                     std::string job_prefix, std::chrono::milliseconds connect_timeout)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
+      job_prefix_(std::move(job_prefix)),
       rank_(rank),
       size_(size),
       timeout_(timeout) {
@@ -132,19 +145,20 @@ GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank,
     TESSERA_FAIL("[init_process_group] ", where(), ": cannot open a TCP device on '", hostname,
                  "': ", error.what());
   }
-  connect("init_process_group");
+  for (int member = 0; member < size_; ++member) job_ranks_.push_back(member);
+  connect("init_process_group", connect_timeout.count() > 0 ? connect_timeout : timeout_);
 }
 
-GlooGroup::GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-                     std::chrono::milliseconds timeout,
-                     std::shared_ptr<gloo::transport::Device> device)
-    : store_(std::move(store)),
+GlooGroup::GlooGroup(const GlooGroup& parent, std::string prefix, std::vector<int> ranks)
+    : store_(parent.store_),
       prefix_(std::move(prefix)),
-      rank_(rank),
-      size_(size),
-      timeout_(timeout),
-      device_(std::move(device)) {
-  connect("split");
+      job_prefix_(parent.job_prefix_),
+      rank_(check_split(ranks, parent.size_, parent.rank_, parent.where())),
+      size_(static_cast<int>(ranks.size())),
+      timeout_(parent.timeout_),
+      device_(parent.device_) {
+  for (int member : ranks) job_ranks_.push_back(parent.job_ranks_[static_cast<size_t>(member)]);
+  connect("split", timeout_);
 }
 
 GlooGroup::~GlooGroup() = default;
@@ -152,11 +166,16 @@ GlooGroup::Check::Check(const char* op_name, Layout layout, std::string rule)
     : op(op_name), mine(std::move(layout)), hint(std::move(rule)) {}
 GlooGroup::Check::~Check() = default;
 
-void GlooGroup::connect(const char* op) {
+void GlooGroup::connect(const char* op, std::chrono::milliseconds allowed) {
+  const Deadline deadline(allowed);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+  // The pairs take their connect timeout from the context, and Gloo waits
+  // five of them: a fifth keeps a peer that never answers within `allowed`.
+  context->setTimeout(std::max(std::chrono::milliseconds(1), allowed / kGlooConnectFactor));
+  StoreAdapter adapter(*store_, prefix_, deadline);
+  run(
+      op, [&] { context->connectFullMesh(adapter, device_); }, allowed);
   context->setTimeout(timeout_);
-  StoreAdapter adapter(*store_, prefix_);
-  run(op, [&] { context->connectFullMesh(adapter, device_); });
   context_ = context;
   // Gloo stores each rank's pair addresses under its rank; all pairs of one
   // rank share its listening socket, so the first tells where it listens.
@@ -195,7 +214,7 @@ int GlooGroup::peer_in_message(const std::string& message) const {
 }
 
 template <typename Fn>
-void GlooGroup::run(const char* op, Fn&& fn) {
+void GlooGroup::run(const char* op, Fn&& fn, std::chrono::milliseconds limit) {
   std::string message;
   try {
     fn();
@@ -210,12 +229,47 @@ void GlooGroup::run(const char* op, Fn&& fn) {
   const bool timed_out =
       message.find("imed out") != std::string::npos || message.find("imeout") != std::string::npos;
   const int peer = peer_in_message(message);
+  const auto waited = limit.count() > 0 ? limit : timeout_;
   std::string what =
-      timed_out ? str_cat("timed out after ", timeout_.count(), " ms") : std::string("failed");
+      timed_out ? str_cat("timed out after ", waited.count(), " ms") : std::string("failed");
+  what += failure_note(timed_out);
   // The peer named is the one whose connection broke; it may itself have
-  // failed because another rank died first.
+  // failed because another rank died first (failure_note names that one).
   if (peer >= 0) what += str_cat("; lost the connection to rank ", peer);
   TESSERA_FAIL("[", op, "] ", where(), " ", what, " (", message, ")");
+}
+
+std::string GlooGroup::failure_note(bool timed_out) {
+  std::string note;
+  std::vector<int> peers;
+  for (int member = 0; member < size_; ++member)
+    if (member != rank_) peers.push_back(job_ranks_[static_cast<size_t>(member)]);
+  const std::string ended =
+      ended_ranks(*store_, job_prefix_, peers, job_ranks_[static_cast<size_t>(rank_)]);
+  if (!ended.empty()) note += "; lost " + ended;
+  if (!timed_out || !ended.empty() || size_ == 1) return note;
+  // Every rank that times out marks the call in the store; a peer that is
+  // alive but leaves no mark within a moment never reached it.
+  const std::string call = str_cat(job_prefix_, "timeout/", prefix_, tag_, "/");
+  try {
+    store_->set(call + std::to_string(rank_), {'1'});
+    const Deadline deadline(std::min(timeout_, std::chrono::milliseconds(1000)));
+    std::vector<int> absent;
+    for (int member = 0; member < size_; ++member) {
+      if (member == rank_) continue;
+      try {
+        store_->wait({call + std::to_string(member)}, deadline.left());
+      } catch (const Error&) {
+        absent.push_back(job_ranks_[static_cast<size_t>(member)]);
+      }
+    }
+    for (size_t i = 0; i < absent.size(); ++i)
+      note += str_cat(i == 0 ? "; waiting on rank " : ", rank ", absent[i]);
+    if (!absent.empty()) note += ", alive but not in this call";
+  } catch (const std::exception&) {
+    // The store is unreachable: the timeout alone is reported.
+  }
+  return note;
 }
 
 void GlooGroup::begin_check(Check& check) {
@@ -410,7 +464,8 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
   // exchange its peers wait in.
   int64_t job_rows = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    for (int dest = 0; dest < size_; ++dest) job_rows += all[peer * stride + Layout::kFields + dest];
+    for (int dest = 0; dest < size_; ++dest)
+      job_rows += all[peer * stride + Layout::kFields + dest];
   }
   if (job_rows > 0 && mine.row_bytes > 0) {
     // Gloo refuses null buffers; a dummy byte stands in for an empty side.
@@ -459,21 +514,6 @@ Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
 
 namespace {
 
-// What identifies this machine to its peers: host name and boot id (two
-// containers may share a host name; two boots of one machine never share
-// an id). Ranks that see the same text can share memory.
-std::string machine_identity() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::string boot;
-  if (FILE* file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    char line[64] = {};
-    if (std::fgets(line, sizeof(line), file) != nullptr) boot = line;
-    std::fclose(file);
-  }
-  return str_cat(host, "/", boot);
-}
-
 // `text` in a zero-padded u8 tensor of `bytes` (truncated to fit, NUL kept).
 Tensor text_tensor(const std::string& text, int64_t bytes) {
   Tensor out = Tensor::empty({bytes}, DType::u8);
@@ -494,7 +534,8 @@ void GlooGroup::setup_shared_memory() {
   const std::vector<Tensor> identities =
       all_gather(text_tensor(str_cat(wanted ? "on " : "off ", machine_identity()), kIdentityBytes));
   for (const Tensor& identity : identities) {
-    if (!wanted || std::memcmp(identity.raw_data(), identities[0].raw_data(), kIdentityBytes) != 0) {
+    if (!wanted ||
+        std::memcmp(identity.raw_data(), identities[0].raw_data(), kIdentityBytes) != 0) {
       return;
     }
   }
@@ -505,8 +546,7 @@ void GlooGroup::setup_shared_memory() {
   if (rank_ == 0) {
     try {
       const std::string fresh = SharedMemoryReducer::fresh_name();
-      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_,
-                                                      where());
+      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_, where());
       name = text_tensor(fresh, kNameBytes);
     } catch (const Error&) {
       // No shared memory here (e.g. no /dev/shm): every rank stays on TCP.
@@ -516,8 +556,8 @@ void GlooGroup::setup_shared_memory() {
   const std::string segment(static_cast<const char*>(name.raw_data()));
   if (rank_ != 0 && !segment.empty()) {
     try {
-      reducer = std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_,
-                                                      where());
+      reducer =
+          std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_, where());
     } catch (const Error&) {
       // Reported through the vote below; every rank stays on TCP.
     }
@@ -601,11 +641,10 @@ void GlooGroup::barrier() {
 }
 
 std::shared_ptr<Group> GlooGroup::split(const std::vector<int>& ranks) {
-  const int new_rank = check_split(ranks, size_, rank_, where());
+  check_split(ranks, size_, rank_, where());
   std::string prefix =
       prefix_ + "split" + ranks_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
-  return std::shared_ptr<Group>(new GlooGroup(store_, std::move(prefix), new_rank,
-                                              static_cast<int>(ranks.size()), timeout_, device_));
+  return std::shared_ptr<Group>(new GlooGroup(*this, std::move(prefix), ranks));
 }
 
 }  // namespace tessera::distributed

@@ -48,10 +48,14 @@ class SharedMemoryReducer;
 class GlooGroup : public Group {
  public:
   // Publishes this rank's address under `prefix` in `store`, waits for the
-  // others' and connects to them; `hostname` is the address peers dial
-  // ("127.0.0.1" when all ranks share a machine).
+  // others' and connects to them, all within `connect_timeout` (`timeout`
+  // when zero); `hostname` is the address peers dial ("127.0.0.1" when all
+  // ranks share a machine). `job_prefix` is where the ranks' records are
+  // (see join_rendezvous), used to name a rank whose process has ended.
   GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-            std::chrono::milliseconds timeout, std::string hostname = "127.0.0.1");
+            std::chrono::milliseconds timeout, std::string hostname = "127.0.0.1",
+            std::string job_prefix = "",
+            std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(0));
   ~GlooGroup() override;
 
   int rank() const override { return rank_; }
@@ -73,8 +77,7 @@ class GlooGroup : public Group {
 
  private:
   // Shares the parent's TCP device; used by split().
-  GlooGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-            std::chrono::milliseconds timeout, std::shared_ptr<gloo::transport::Device> device);
+  GlooGroup(const GlooGroup& parent, std::string prefix, std::vector<int> ranks);
   // One collective's layout check (see the class comment).
   struct Check {
     Check(const char* op_name, Layout layout, std::string rule);
@@ -86,7 +89,8 @@ class GlooGroup : public Group {
     std::unique_ptr<LayoutExchange> exchange;
     ~Check();
   };
-  void connect(const char* op);
+  // Rendezvous and connection to every peer, all within `allowed`.
+  void connect(const char* op, std::chrono::milliseconds allowed);
   // Posts this rank's layout and, unless this rank has checked it for the
   // op before, waits for the peers' and compares; sets check.tag.
   void begin_check(Check& check);
@@ -103,9 +107,16 @@ class GlooGroup : public Group {
   std::vector<Tensor> gather(const char* op, const Tensor& tensor, bool equal_shapes);
   // Gathers `values.size()` int64 from every rank (the same count everywhere).
   std::vector<int64_t> gather_int64(const char* op, const std::vector<int64_t>& values);
-  // Runs a Gloo call, turning its exceptions into tessera::Error naming `op` and the peer.
+  // Runs a Gloo call, turning its exceptions into tessera::Error naming `op`,
+  // the peer whose connection broke, the peers whose process ended and, on
+  // a timeout, the peers that never reached the call. `limit` is the time
+  // it had (the collective timeout when zero).
   template <typename Fn>
-  void run(const char* op, Fn&& fn);
+  void run(const char* op, Fn&& fn, std::chrono::milliseconds limit = std::chrono::milliseconds(0));
+  // Why a call of this group failed, as seen from the rendezvous store:
+  // "; lost rank 2 (process 4242 exited)" and, after a timeout, "; rank 1
+  // did not reach this call". "" when nothing is known.
+  std::string failure_note(bool timed_out);
   // "rank r of n" for messages.
   std::string where() const;
   // The rank whose address appears in a Gloo message, or -1.
@@ -117,6 +128,8 @@ class GlooGroup : public Group {
 
   std::shared_ptr<Store> store_;
   std::string prefix_;
+  std::string job_prefix_;
+  std::vector<int> job_ranks_;  // the job's rank of each member
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;

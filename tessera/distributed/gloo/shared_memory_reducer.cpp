@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/gloo/ring_reduce_scatter.h"
+#include "tessera/distributed/rendezvous.h"
 
 namespace tessera::distributed {
 namespace {
@@ -47,22 +49,29 @@ void futex_wait(uint32_t* word, uint32_t seen, std::chrono::microseconds wait) {
   syscall(SYS_futex, word, FUTEX_WAIT, seen, &limit, nullptr, 0);
 }
 
-void futex_wake_all(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
+void futex_wake_all(uint32_t* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
 
-std::string errno_text(int code) { return std::strerror(code); }
+std::string errno_text(int code) {
+  return std::strerror(code);
+}
 
 // memcpy that accepts empty ranges of empty tensors (whose data may be null).
 void copy_bytes(uint8_t* to, const uint8_t* from, size_t bytes) {
   if (bytes > 0) std::memcpy(to, from, bytes);
 }
 
-
-
 }  // namespace
 
 std::string SharedMemoryReducer::fresh_name() {
   static std::atomic<int> counter{0};
-  return str_cat("/tessera-", getpid(), "-", counter.fetch_add(1));
+  // Named after the job, so the launcher can unlink a segment whose ranks
+  // were killed before they could (tessera-run removes tessera-<job>-*).
+  std::string job;
+  for (char c : job_id_from_env())
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') job += c;
+  return str_cat("/tessera-", job.empty() ? "" : job + "-", getpid(), "-", counter.fetch_add(1));
 }
 
 SharedMemoryReducer::SharedMemoryReducer(std::string name, bool create, int rank, int size,
@@ -76,8 +85,8 @@ SharedMemoryReducer::SharedMemoryReducer(std::string name, bool create, int rank
   bytes_ = segment_bytes(size_);
   const int fd = create ? shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)
                         : shm_open(name_.c_str(), O_RDWR, 0);
-  TESSERA_CHECK(fd >= 0, "[shared memory] cannot ", create ? "create" : "open", " segment ",
-                name_, ": ", errno_text(errno));
+  TESSERA_CHECK(fd >= 0, "[shared memory] cannot ", create ? "create" : "open", " segment ", name_,
+                ": ", errno_text(errno));
   if (create) {
     // Reserves the pages now: a full /dev/shm is an error here, not a
     // SIGBUS at the first touch in the middle of a collective.
@@ -111,9 +120,9 @@ SharedMemoryReducer::SharedMemoryReducer(std::string name, bool create, int rank
     header[1] = static_cast<uint32_t>(size_);
     std::atomic_ref<uint32_t>(header[0]).store(kMagic, std::memory_order_release);
   } else {
-    const bool valid = std::atomic_ref<uint32_t>(header[0]).load(std::memory_order_acquire) ==
-                           kMagic &&
-                       header[1] == static_cast<uint32_t>(size_);
+    const bool valid =
+        std::atomic_ref<uint32_t>(header[0]).load(std::memory_order_acquire) == kMagic &&
+        header[1] == static_cast<uint32_t>(size_);
     if (!valid) {
       munmap(base_, bytes_);
       base_ = nullptr;
