@@ -4,6 +4,8 @@
 
 #include "tessera/ops/concat.h"
 
+#include <algorithm>
+
 #include "tessera/ops/op.h"
 
 namespace tessera {
@@ -75,14 +77,16 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   // The reference input sets the rank; shape-[0] tensors are skipped when
   // the others are not 1-D (PyTorch's legacy rule).
+  DType common = tensors[0].dtype();
+  for (const Tensor& t : tensors) common = promote_types(common, t.dtype());
+  // Only shape-[0] tensors: PyTorch joins them whatever `dim` is.
+  if (std::all_of(tensors.begin(), tensors.end(), is_legacy_empty)) dim = 0;
   size_t reference = 0;
   while (reference + 1 < tensors.size() && is_legacy_empty(tensors[reference])) ++reference;
   const Tensor& first = tensors[reference];
   TESSERA_CHECK(first.dim() >= 1, "[cat] input ", reference,
                 " is 0-d; cat needs tensors with at least 1 dim (use stack for scalars)");
   int64_t d = normalize_dim(dim, first.dim(), "cat");
-  DType common = first.dtype();
-  for (const Tensor& t : tensors) common = promote_types(common, t.dtype());
 
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < tensors.size(); ++i) {

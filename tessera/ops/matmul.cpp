@@ -75,7 +75,10 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
       // A shared matrix: fold a's batch into rows so the reduction over the
       // batch happens inside one gemm instead of a batched product + sum.
       const int64_t k = a.shape().back(), n = b.shape().back();
-      const Tensor a_rows = a.reshape({-1, k}), g_rows = g.reshape({-1, n});
+      // The row count spelled out: -1 cannot be inferred when k or n is 0.
+      int64_t rows = 1;
+      for (int64_t d = 0; d + 1 < a.dim(); ++d) rows *= a.shape()[static_cast<size_t>(d)];
+      const Tensor a_rows = a.reshape({rows, k}), g_rows = g.reshape({rows, n});
       // Lay the gradient out like b (as PyTorch does): for a transposed b,
       // such as Linear's weight.t(), (g^T a)^T is column-major, so the
       // gradient reaching the weight through the transpose is row-major and

@@ -142,8 +142,11 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
     if (constant) {
       const int64_t kept = checked_add(checked_add(size, std::min<int64_t>(b, 0), "pad"),
                                        std::min<int64_t>(a, 0), "pad");
+      // The cropped count in 128 bits: negating INT64_MIN would overflow.
+      const auto cropped = -static_cast<__int128>(std::min<int64_t>(b, 0)) -
+                           static_cast<__int128>(std::min<int64_t>(a, 0));
       TESSERA_CHECK(kept >= 0, "[pad] pads (", b, ", ", a, ") on dim ", d, " of size ", size,
-                    " would leave ", kept,
+                    " crop ", static_cast<unsigned long long>(cropped),
                     " elements; negative pads may crop at most the dim's size");
       continue;
     }

@@ -196,6 +196,12 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   TESSERA_CHECK(is_floating(x.dtype()), "[logsumexp] needs a floating tensor, got ",
                 dtype_name(x.dtype()));
   Dims normalized = normalize_dims(dims, x.dim(), "logsumexp");
+  int64_t reduced = 1;
+  for (int64_t d : normalized) reduced *= x.shape()[static_cast<size_t>(d)];
+  if (reduced == 0 && x.dim() > 0) {
+    // The log of an empty sum: -inf, as in PyTorch (the sum keeps the graph).
+    return add(sum(x, normalized, keepdim), -std::numeric_limits<double>::infinity());
+  }
   Tensor shift = max(x.detach(), normalized, true);
   // An infinite maximum would give nan from inf - inf (an all -inf slice, or
   // a +inf entry); shift by 0 there, as PyTorch does: the sum is then inf or 0.

@@ -50,6 +50,8 @@ const OpDef& triu_op = register_op(triangle_def("triu", false));
 
 Tensor checked(const OpDef& op, const Tensor& x, int64_t diagonal) {
   TESSERA_CHECK(x.defined(), "[", op.name, "] got an undefined tensor");
+  // PyTorch returns an empty 1-D input as it is (it has no elements to mask).
+  if (x.dim() == 1 && x.numel() == 0) return x.clone();
   TESSERA_CHECK(x.dim() >= 2, "[", op.name, "] needs a tensor with at least 2 dims (matrices in ",
                 "the last two), got shape ", shape_str(x.shape()));
   return call1(op, {x}, {{"diagonal", diagonal}});

@@ -179,6 +179,30 @@ TEST(CollectivesFailureTest, LostOrStalledPeerInSharedMemoryAllReduceIsNamed) {
   }
 }
 
+// A rank killed with SIGKILL in the middle of a data-parallel step (its
+// peers wait in the gradients' all-reduce) or of boxing (its peers wait in an
+// all-to-all): every survivor fails, naming rank 1, well before the timeout.
+TEST(CollectivesFailureTest, EverySurvivorNamesARankKilledInAStepOrInBoxing) {
+  for (const std::string mode : {"killed_in_dp_step", "killed_in_boxing"}) {
+    for (const char* shared_memory : {"1", "0"}) {
+      SCOPED_TRACE(mode + " with TESSERA_SHARED_MEMORY=" + shared_memory);
+      tessera::testing::ScopedEnv setting("TESSERA_SHARED_MEMORY", shared_memory);
+      JobResult job = run_job(3, mode, 30, 90s);
+      EXPECT_EQ(job.ranks[1].exit_code, 128)
+          << "rank 1 was not killed: " << job.ranks[1].stderr_text;
+      for (int rank : {0, 2}) {
+        const std::string& text = job.ranks[rank].stderr_text;
+        EXPECT_EQ(job.ranks[rank].exit_code, 1) << text;
+        const bool named = text.find("lost rank 1") != std::string::npos ||
+                           text.find("lost the connection to rank 1") != std::string::npos ||
+                           text.find("rank 1 (process ") != std::string::npos;
+        EXPECT_TRUE(named) << "rank " << rank << " does not name rank 1: " << text;
+      }
+      EXPECT_LT(job.elapsed, 25s);  // seen when rank 1 goes, not at the 30 s timeout
+    }
+  }
+}
+
 // TESSERA_SHARED_MEMORY=0 keeps every collective on TCP; all still agree.
 TEST(CollectivesFailureTest, EveryCollectiveOverTcpOnly) {
   JobResult job = [] {

@@ -9,7 +9,13 @@
 //   mismatch_cached  rank 0 repeats an all_reduce layout it has checked while
 //              rank 1 passes a new one; both must fail naming both shapes
 //   which      prints the Group class that init_process_group chose, then a barrier
+//   killed_in_dp_step, killed_in_boxing  global tensors on every rank: rank 1
+//              is killed (SIGKILL) in the third step of data-parallel
+//              training (after the forward pass, before the gradients'
+//              all-reduce), or in the third round of boxing conversions
+//              (before an all-to-all); the others must fail naming it
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +28,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "tessera/global/parallel.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
@@ -305,6 +312,45 @@ void check_errors(Group& group) {
   group.barrier();
 }
 
+// Data-parallel training of a small MLP, or rounds of boxing conversions, in
+// which rank 1 is killed with SIGKILL at a fixed point of the third round.
+void run_until_rank_1_is_killed(Group& group, const std::string& mode) {
+  const Placement all = Placement::cpu(group.size());
+  auto kill_rank_1 = [&](int round) {
+    if (round == 2 && group.rank() == 1) ::kill(::getpid(), SIGKILL);
+  };
+  manual_seed(3);
+  if (mode == "killed_in_dp_step") {
+    auto model = std::make_shared<nn::Sequential>();
+    model->push_back(std::make_shared<nn::Linear>(16, 32));
+    model->push_back(std::make_shared<nn::ReLU>());
+    model->push_back(std::make_shared<nn::Linear>(32, 4));
+    global::parallelize(*model, all, {});
+    optim::SGD sgd(model->parameters(), {.lr = 0.1});
+    for (int step = 0; step < 5; ++step) {
+      Tensor x = randn({12, 16}).to_global(all, Sbp::broadcast()).to_global(all, Sbp::split(0));
+      Tensor y = randint(0, 4, {12}).to_global(all, Sbp::broadcast()).to_global(all, Sbp::split(0));
+      sgd.zero_grad();
+      Tensor loss = cross_entropy(model->forward(x), y);
+      kill_rank_1(step);
+      loss.backward();
+      sgd.step();
+    }
+  } else {
+    for (int round = 0; round < 5; ++round) {
+      Tensor x = randn({12, 9}).to_global(all, Sbp::broadcast()).to_global(all, Sbp::split(0));
+      Tensor gathered = x.to_global(all, Sbp::broadcast());  // all-gather
+      Tensor partial = (gathered * 2.0).to_global(all, Sbp::partial_sum());
+      Tensor scattered = partial.to_global(all, Sbp::split(0));  // reduce-scatter
+      kill_rank_1(round);
+      Tensor columns = scattered.to_global(all, Sbp::split(1));  // all-to-all
+      (void)columns.to_local();
+    }
+  }
+  std::fprintf(stderr, "rank %d: finished although rank 1 was killed\n", g_rank);
+  std::_Exit(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -353,6 +399,9 @@ int main(int argc, char** argv) {
       group->all_reduce(t);
       std::fprintf(stderr, "rank %d: all_reduce finished although a peer died\n", g_rank);
       return 2;
+    }
+    if (mode == "killed_in_dp_step" || mode == "killed_in_boxing") {
+      run_until_rank_1_is_killed(*group, mode);
     }
     if (mode == "mismatch_cached") {
       Tensor t = zeros({3}, DType::f32);
