@@ -54,8 +54,12 @@ Shape pooled_shape(const Shape& x, const Attrs& attrs, const char* op) {
   const Ints& stride = attrs.ints("stride");
   const Ints& padding = attrs.ints("padding");
   Ints dilation = dilation_of(attrs);
-  TESSERA_CHECK(x[x.size() - 2] > 0 && x.back() > 0, "[", op, "] input ", shape_str(x),
-                " has an empty spatial dim; only leading dims may be 0");
+  // As PyTorch: only a 4-D input's batch may be empty.
+  for (size_t d = x.size() == 4 ? 1 : 0; d < x.size(); ++d) {
+    TESSERA_CHECK(x[d] > 0, "[", op, "] input ", shape_str(x), " has an empty ",
+                  d + 2 >= x.size() ? "spatial" : "channel", " dim (dim ", d,
+                  "); only the batch dim of a 4-D input may be 0");
+  }
   Shape out(x.begin(), x.end() - 2);
   for (int d = 0; d < 2; ++d) {
     int64_t size = x[x.size() - 2 + d];

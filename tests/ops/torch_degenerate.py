@@ -97,7 +97,40 @@ FAMILIES = {
     "eq": lambda x, a: torch.eq(x, x),
     "matmul": lambda x, a: torch.matmul(x, x.transpose(-1, -2)),
     "layer_norm": lambda x, a: torch.nn.functional.layer_norm(x, x.shape[len(x.shape) - a[0]:]),
+    "sin": lambda x, a: torch.sin(x),
+    "cos": lambda x, a: torch.cos(x),
+    "erf": lambda x, a: torch.erf(x),
+    "sqrt": lambda x, a: torch.sqrt(torch.abs(x) + 1),
+    "rsqrt": lambda x, a: torch.rsqrt(torch.abs(x) + 1),
+    "log": lambda x, a: torch.log(torch.abs(x) + 1),
+    "pow": lambda x, a: torch.pow(x, 3),
+    "div": lambda x, a: x / (torch.abs(x) + 1),
+    "sub": lambda x, a: x - x * 2,
+    "minimum": lambda x, a: torch.minimum(x, -x),
+    "logical": lambda x, a: torch.logical_or(torch.logical_and(x > 0, x < 1),
+                                             torch.logical_not(x > -1)),
+    "compare": lambda x, a: torch.stack([x < 0.5, x <= 0.5, x > 0.5, x >= 0.5, x != 0.5]),
+    "cast": lambda x, a: x.float().double(),
+    "dropout": lambda x, a: torch.nn.functional.dropout(x, 0.0, True),
+    "pad": lambda x, a: torch.nn.functional.pad(x, (a[0], a[1])),
+    "index_add": lambda x, a: x.index_add(a[0], torch.tensor([0]), index_source(x, a[0])),
+    "scatter_add": lambda x, a: x.scatter_add(a[0], torch.zeros_like(x, dtype=torch.long), x),
+    "embedding": lambda x, a: torch.nn.functional.embedding(torch.tensor([0, 0]), x),
+    "cross_entropy": lambda x, a: torch.nn.functional.cross_entropy(
+        x, torch.zeros(x.shape[:1] if x.dim() == 2 else (), dtype=torch.long)),
+    "max_pool2d": lambda x, a: torch.nn.functional.max_pool2d(x, 1),
+    "avg_pool2d": lambda x, a: torch.nn.functional.avg_pool2d(x, 1),
+    "conv2d": lambda x, a: torch.nn.functional.conv2d(
+        x, torch.ones(1, x.shape[-3] if x.dim() >= 3 else 1, 1, 1, dtype=torch.float64)),
 }
+
+
+def index_source(x, dim):
+    """Ones shaped like x with size 1 along `dim` (x's shape if `dim` is invalid)."""
+    shape = list(x.shape)
+    if -len(shape) <= dim < len(shape):
+        shape[dim] = 1
+    return torch.ones(shape, dtype=x.dtype)
 
 
 def numbers(values):
