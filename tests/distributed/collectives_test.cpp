@@ -1,9 +1,12 @@
 // Starts N copies of collectives_worker as real processes with the
 // launcher's environment contract and checks how they exit.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -201,6 +205,84 @@ TEST(CollectivesFailureTest, EverySurvivorNamesARankKilledInAStepOrInBoxing) {
       EXPECT_LT(job.elapsed, 25s);  // seen when rank 1 goes, not at the 30 s timeout
     }
   }
+}
+
+// A peer that joined and published its address but never answers (a hung
+// process): init gives up within its one timeout for the whole rendezvous
+// and connect, not once per wait or per connection attempt.
+TEST(CollectivesFailureTest, APeerThatPublishedButNeverAnswersFailsInitWithinTheTimeout) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tessera-silent-peer-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  const std::string url = "file://" + (dir / "rdzv").string();
+  // A socket that listens and never accepts or answers.
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length), 0);
+
+  // Rank 1 claims its rank as a real one would, from this process.
+  FileStore store((dir / "rdzv").string(), 20s);
+  const std::string prefix = job_key_prefix(job_id_from_env());
+  std::thread claim([&] { join_rendezvous(store, prefix, 1, 2, url, Deadline(20s)); });
+
+  std::vector<std::string> env;
+  for (char** var = environ; *var != nullptr; ++var) env.push_back(*var);
+  for (const char* setting :
+       {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=2", "TESSERA_TIMEOUT_S=2"}) {
+    env.push_back(setting);
+  }
+  env.push_back("TESSERA_RDZV=" + url);
+  std::vector<char*> envp;
+  for (auto& text : env) envp.push_back(text.data());
+  envp.push_back(nullptr);
+  std::string program = TESSERA_COLLECTIVES_WORKER;
+  std::string mode = "all";
+  std::vector<char*> argv = {program.data(), mode.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::string log = (dir / "stderr.0").string();
+  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  // Rank 1's address: rank 0's own, pointed at the silent socket.
+  std::vector<char> addresses = store.get(prefix + "world/0");
+  ASSERT_GE(addresses.size(), sizeof(sockaddr_in));
+  sockaddr_in peer{};
+  std::memcpy(&peer, addresses.data(), sizeof peer);
+  peer.sin_port = address.sin_port;
+  std::memcpy(addresses.data(), &peer, sizeof peer);
+  store.set(prefix + "world/1", addresses);
+  claim.join();
+
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - start < 30s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (::waitpid(pid, &status, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ::close(silent);
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << text.str();
+  EXPECT_NE(text.str().find("2000 ms"), std::string::npos) << text.str();
+  // One 2 s deadline, where each connection attempt used to get the whole
+  // timeout five times over (10 s).
+  EXPECT_LT(elapsed, 6s) << text.str();
 }
 
 // TESSERA_SHARED_MEMORY=0 keeps every collective on TCP; all still agree.
