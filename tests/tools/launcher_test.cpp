@@ -331,6 +331,40 @@ TEST_F(LauncherTest, KilledLauncherLeavesNoRendezvousFolder) {
   if (!removed) fs::remove_all(folder);
 }
 
+// A rank killed while setting up shared memory leaves its segment
+// (/dev/shm/tessera-<job>-<pid>-<n>) behind; the launcher's watchdog removes
+// the job's segments even when the launcher itself is SIGKILLed.
+TEST_F(LauncherTest, KilledLauncherLeavesNoSharedMemorySegment) {
+  const pid_t launcher =
+      start({"-n", "1", "/bin/sh", "-c",
+             "touch \"/dev/shm/tessera-$TESSERA_JOB_ID-$$-0\"; echo \"$TESSERA_JOB_ID\" > "
+             "\"$1/job.0\"; exec sleep 60",
+             "sh", dir_.string()});
+  ASSERT_TRUE(wait_for_files("job.", 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the write finish
+  const std::string job = lines_of(read_text(dir_ / "job.0")).at(0);
+  ASSERT_FALSE(job.empty());
+  auto segments = [&] {
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator("/dev/shm")) {
+      if (entry.path().filename().string().starts_with("tessera-" + job + "-")) {
+        found.push_back(entry.path());
+      }
+    }
+    return found;
+  };
+  ASSERT_EQ(segments().size(), 1u);
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  finish(launcher);
+  bool removed = false;
+  for (int attempt = 0; attempt < 500 && !removed; ++attempt) {
+    removed = segments().empty();
+    if (!removed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(removed) << "a segment of job " << job << " outlived a SIGKILLed tessera-run";
+  for (const fs::path& path : segments()) fs::remove(path);
+}
+
 TEST_F(LauncherTest, ForwardsSigtermAndRemovesTheRendezvous) {
   const pid_t launcher = start({"-n", "2", "/bin/sh", "-c",
                                 "echo $$ > \"$1/pid.$RANK\"; echo \"$TESSERA_RDZV\" > "
