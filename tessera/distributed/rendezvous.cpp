@@ -20,9 +20,9 @@ std::string get_var(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
-// Whether process `pid` of this machine has ended: gone, or a zombie its
-// parent has not reaped yet (a killed rank stays one until the launcher
-// sees it).
+}  // namespace
+
+// A killed rank stays a zombie until the launcher (or mpirun) reaps it.
 bool process_ended(int64_t pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
@@ -35,8 +35,6 @@ bool process_ended(int64_t pid) {
   const char* close = read ? std::strrchr(line, ')') : nullptr;
   return close != nullptr && (close[2] == 'Z' || close[2] == 'X');
 }
-
-}  // namespace
 
 std::chrono::milliseconds Deadline::left() const {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(end_ - Clock::now());

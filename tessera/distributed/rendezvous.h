@@ -64,6 +64,10 @@ std::string rank_key(const std::string& prefix, int rank);
 void join_rendezvous(Store& store, const std::string& prefix, int rank, int world_size,
                      const std::string& url, const Deadline& deadline);
 
+// Whether process `pid` of this machine has ended: gone, or a zombie its
+// parent has not reaped yet.
+bool process_ended(int64_t pid);
+
 // Among `world_ranks` (ranks of the job, `self` excluded), the ones whose
 // process is known to have ended, as "rank 2 (process 4242 exited)" pieces
 // joined by ", "; "" when none is known. Only ranks on this machine can be

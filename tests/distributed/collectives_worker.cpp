@@ -4,6 +4,7 @@
 // first mismatch to stderr and exits 1. Modes (argv[1]):
 //   all        every collective (default)
 //   die_early  the last rank exits before an all_reduce the others enter
+//   leave_early  the same with status 0, through the normal exit path
 //   stall      the last rank sleeps past the timeout instead of entering it
 //   die_later, stall_later  the same after a first all_reduce
 //   mismatch_cached  rank 0 repeats an all_reduce layout it has checked while
@@ -364,6 +365,14 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       group->barrier();
       return 0;
+    }
+    if (mode == "leave_early") {
+      group->barrier();
+      if (group->rank() == group->size() - 1) return 0;
+      Tensor t = Tensor::from_vector<float>({1.0f}, {1});
+      group->all_reduce(t);
+      std::fprintf(stderr, "rank %d: all_reduce finished although a peer left\n", g_rank);
+      return 2;
     }
     if (mode == "die_early") {
       group->barrier();

@@ -147,6 +147,22 @@ TEST(MpiFailureTest, LostPeerEndsTheJob) {
   EXPECT_LT(result.elapsed, std::chrono::seconds(15));
 }
 
+TEST(MpiFailureTest, PeerLeavingWithStatusZeroIsNamedAtOnce) {
+  TESSERA_REQUIRE_MPIRUN(path);
+  // The last rank's program ends normally before an all_reduce the others
+  // enter: mpirun does not stop the job for it, and MPI_Finalize waits for
+  // the others, so without its announcement they would wait out the 20 s.
+  MpirunResult result = mpirun(path, 3, "leave_early", "TESSERA_TIMEOUT_S=20");
+  EXPECT_NE(result.status, 0) << result.output;
+  for (int rank : {0, 1}) {
+    EXPECT_NE(result.output.find("[all_reduce] rank " + std::to_string(rank) +
+                                 " of 3 lost rank 2 (its program ended)"),
+              std::string::npos)
+        << result.output;
+  }
+  EXPECT_LT(result.elapsed, std::chrono::seconds(15));
+}
+
 TEST(BackendSelectionTest, DefaultsAndNames) {
   ScopedEnv no_backend("TESSERA_BACKEND", std::nullopt);
   {

@@ -1,17 +1,20 @@
 #include "tessera/distributed/mpi/mpi_group.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/collective_checks.h"
+#include "tessera/distributed/rendezvous.h"
 #include "tessera/ops/creation.h"
 
 namespace tessera::distributed {
@@ -61,10 +64,33 @@ std::string error_text(int code) {
   return std::string(text, static_cast<size_t>(length));
 }
 
+// The world group's private communicator and the tag on which a rank
+// announces that its program ended: OpenMPI's MPI_Finalize waits for every
+// rank, so a rank that leaves while the others still wait in a collective
+// would otherwise look alive to them until the timeout.
+MPI_Comm g_world_comm = MPI_COMM_NULL;
+int g_leave_tag = 0;
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized || g_broken.load()) return;
+  if (g_world_comm != MPI_COMM_NULL) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(g_world_comm, &rank);
+    MPI_Comm_size(g_world_comm, &size);
+    static int payload = 0;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      // Not waited on: a peer that already finished never receives it, and
+      // MPI_Finalize completes or drops it.
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (MPI_Isend(&payload, 1, MPI_INT, peer, g_leave_tag, g_world_comm, &request) ==
+          MPI_SUCCESS) {
+        MPI_Request_free(&request);
+      }
+    }
+  }
   MPI_Finalize();
 }
 
@@ -99,17 +125,33 @@ void abandon(std::vector<Tensor> memory, std::vector<std::vector<int>> arrays) {
   for (auto& list : arrays) lists->push_back(std::move(list));
 }
 
-// Polls `requests` until all complete or `timeout` passes (returns false).
+// Polls `requests` until all complete (true), or `timeout` passes (false).
+// `lost()`, asked every 50 ms, names peers that have gone; the call then
+// gets one more second to complete (a peer that finished its part may leave
+// before this rank sees the call complete) before it fails with `why` set.
 bool poll(std::vector<MPI_Request>& requests, std::vector<MPI_Status>& statuses,
-          std::chrono::milliseconds timeout, int& status) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+          std::chrono::milliseconds timeout, int& status,
+          const std::function<std::string()>& lost = {}, std::string* why = nullptr) {
+  const auto start = std::chrono::steady_clock::now();
+  auto deadline = start + timeout;
+  auto next_check = start + std::chrono::milliseconds(50);
+  std::string gone;
   statuses.resize(requests.size());
   while (true) {
     int done = 0;
     status =
         MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
     if (done || status != MPI_SUCCESS) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) {
+      if (why != nullptr) *why = gone;
+      return false;
+    }
+    if (lost && gone.empty() && now > next_check) {
+      next_check = now + std::chrono::milliseconds(50);
+      gone = lost();
+      if (!gone.empty()) deadline = std::min(deadline, now + std::chrono::seconds(1));
+    }
     // MPI progresses only inside MPI calls; yielding keeps that going while
     // letting oversubscribed ranks share the cores.
     std::this_thread::yield();
@@ -211,7 +253,48 @@ std::shared_ptr<MpiGroup> MpiGroup::world(std::chrono::milliseconds timeout) {
   }
   TESSERA_CHECK(status == MPI_SUCCESS,
                 "[init_process_group] MPI_Comm_idup failed: ", error_text(status));
-  return std::shared_ptr<MpiGroup>(new MpiGroup(std::move(communicator), timeout));
+  std::shared_ptr<MpiGroup> group(new MpiGroup(std::move(communicator), timeout));
+  group->exchange_processes();
+  g_world_comm = group->communicator_->comm;
+  g_leave_tag = group->leave_tag();
+  return group;
+}
+
+void MpiGroup::exchange_processes() {
+  const auto machine =
+      static_cast<int64_t>(std::hash<std::string>{}(machine_identity()) & INT64_MAX);
+  const std::vector<int64_t> all =
+      gather_int64("init_process_group", {static_cast<int64_t>(::getpid()), machine});
+  peer_pids_.resize(static_cast<size_t>(size_));
+  peer_machines_.resize(static_cast<size_t>(size_));
+  world_ranks_.resize(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) world_ranks_[static_cast<size_t>(r)] = r;
+  for (int r = 0; r < size_; ++r) {
+    peer_pids_[static_cast<size_t>(r)] = all[static_cast<size_t>(2 * r)];
+    peer_machines_[static_cast<size_t>(r)] = all[static_cast<size_t>(2 * r + 1)];
+  }
+}
+
+std::string MpiGroup::ended_peers() const {
+  std::string text;
+  for (int r = 0; r < static_cast<int>(world_ranks_.size()) && g_world_comm != MPI_COMM_NULL; ++r) {
+    if (r == rank_) continue;
+    int announced = 0;
+    MPI_Iprobe(world_ranks_[static_cast<size_t>(r)], g_leave_tag, g_world_comm, &announced,
+               MPI_STATUS_IGNORE);
+    if (announced) text += str_cat(text.empty() ? "" : ", ", "rank ", r, " (its program ended)");
+  }
+  for (int r = 0; r < static_cast<int>(peer_pids_.size()); ++r) {
+    const auto index = static_cast<size_t>(r);
+    if (r == rank_ || peer_machines_[index] != peer_machines_[static_cast<size_t>(rank_)] ||
+        text.find(str_cat("rank ", r, " (")) != std::string::npos ||
+        !process_ended(peer_pids_[index])) {
+      continue;
+    }
+    text +=
+        str_cat(text.empty() ? "" : ", ", "rank ", r, " (process ", peer_pids_[index], " exited)");
+  }
+  return text;
 }
 
 MpiGroup::MpiGroup(std::unique_ptr<Communicator> communicator, std::chrono::milliseconds timeout)
@@ -228,6 +311,7 @@ MpiGroup::MpiGroup(std::unique_ptr<Communicator> communicator, std::chrono::mill
 }
 
 MpiGroup::~MpiGroup() {
+  if (communicator_->comm == g_world_comm) g_world_comm = MPI_COMM_NULL;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && !g_broken.load() && communicator_->comm != MPI_COMM_NULL) {
@@ -246,13 +330,25 @@ void MpiGroup::check_usable(const char* op) const {
 
 void MpiGroup::wait(const char* op, Pending& pending) {
   int status = MPI_SUCCESS;
-  if (!poll(pending.requests, pending.statuses, timeout_, status)) {
+  std::string lost;
+  // A peer that leaves (even with status 0, after MPI_Finalize) is seen at
+  // once, not at the timeout: mpirun stops a job only for a failing rank.
+  if (!poll(
+          pending.requests, pending.statuses, timeout_, status, [this] { return ended_peers(); },
+          &lost)) {
     g_broken_op = op;
     g_broken = true;
     abandon(std::move(pending.memory), std::move(pending.arrays));
+    if (!lost.empty()) {
+      TESSERA_FAIL("[", op, "] ", where(), " lost ", lost,
+                   " during the call; MPI cannot cancel the operation, so exit this process "
+                   "(mpirun then stops the others)");
+    }
+    const std::string ended = ended_peers();
     TESSERA_FAIL("[", op, "] ", where(), " timed out after ", timeout_.count(),
-                 " ms: a peer did not take part; MPI cannot cancel the operation, so exit this "
-                 "process (mpirun then stops the others)");
+                 " ms: a peer did not take part", ended.empty() ? "" : "; lost " + ended,
+                 "; MPI cannot cancel the operation, so exit this process (mpirun then stops "
+                 "the others)");
   }
   if (status == MPI_SUCCESS) return;
   if (status == MPI_ERR_IN_STATUS) {
@@ -526,8 +622,8 @@ void MpiGroup::send(const Tensor& tensor, int peer, int tag) {
   check_usable("send");
   check_tensor("send", tensor, kMoveDTypes, where());
   check_peer("send", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[send] ", where(), ": tag ", tag, " is outside [0, ",
-                data_tag(), ") (the top two MPI tags are reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < leave_tag(), "[send] ", where(), ": tag ", tag,
+                " is outside [0, ", leave_tag(), ") (the top three MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
@@ -544,8 +640,8 @@ void MpiGroup::recv(Tensor& tensor, int peer, int tag) {
   check_usable("recv");
   check_tensor("recv", tensor, kMoveDTypes, where());
   check_peer("recv", peer, size_, false, rank_, where());
-  TESSERA_CHECK(tag >= 0 && tag < data_tag(), "[recv] ", where(), ": tag ", tag, " is outside [0, ",
-                data_tag(), ") (the top two MPI tags are reserved)");
+  TESSERA_CHECK(tag >= 0 && tag < leave_tag(), "[recv] ", where(), ": tag ", tag,
+                " is outside [0, ", leave_tag(), ") (the top three MPI tags are reserved)");
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);
@@ -615,7 +711,14 @@ std::shared_ptr<Group> MpiGroup::split(const std::vector<int>& ranks) {
   MPI_Group_free(&parent);
   TESSERA_CHECK(status == MPI_SUCCESS, "[split] ", where(),
                 ": MPI_Comm_create_group failed: ", error_text(status));
-  return std::shared_ptr<Group>(new MpiGroup(std::move(communicator), timeout_));
+  std::shared_ptr<MpiGroup> group(new MpiGroup(std::move(communicator), timeout_));
+  for (int member : ranks) {
+    if (peer_pids_.empty()) break;
+    group->world_ranks_.push_back(world_ranks_[static_cast<size_t>(member)]);
+    group->peer_pids_.push_back(peer_pids_[static_cast<size_t>(member)]);
+    group->peer_machines_.push_back(peer_machines_[static_cast<size_t>(member)]);
+  }
+  return group;
 }
 
 }  // namespace tessera::distributed

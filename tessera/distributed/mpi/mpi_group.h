@@ -31,8 +31,9 @@ class MpiGroup : public Group {
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) override;
   std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs) override;
   void broadcast(Tensor& tensor, int root) override;
-  // Tags must be below MPI's tag limit less one (at least 32766); the top
-  // two tags carry split's check-in and the collectives' own messages.
+  // Tags must be below MPI's tag limit less two (at least 32765); the top
+  // three tags carry split's check-in, the collectives' own messages and a
+  // rank's announcement that its program ended.
   void send(const Tensor& tensor, int peer, int tag = 0) override;
   void recv(Tensor& tensor, int peer, int tag = 0) override;
   void barrier() override;
@@ -56,14 +57,26 @@ class MpiGroup : public Group {
   std::vector<Tensor> gather(const char* op, const Tensor& tensor, bool equal_shapes);
   // "rank r of n" for messages.
   std::string where() const;
+  // Publishes every rank's process and machine to the others (after the
+  // communicator is made), so a peer that leaves can be named.
+  void exchange_processes();
+  // The peers of this machine whose process has ended, as "rank 2 (process
+  // 4242 exited)" joined by ", "; "" when none is known.
+  std::string ended_peers() const;
   int split_tag() const { return max_tag_; }
   int data_tag() const { return max_tag_ - 1; }
+  int leave_tag() const { return max_tag_ - 2; }
 
   std::unique_ptr<Communicator> communicator_;
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;  // MPI_TAG_UB of this MPI
   std::chrono::milliseconds timeout_;
+  // Per rank of this group: its pid and a hash of its machine's identity.
+  std::vector<int64_t> peer_pids_;
+  std::vector<int64_t> peer_machines_;
+  // Per rank of this group: its rank in the world group.
+  std::vector<int> world_ranks_;
 };
 
 }  // namespace tessera::distributed
