@@ -255,15 +255,16 @@ TEST(ShardedCheckpointFaultTest, KilledWhileSavingTheFolderHoldsOneStep) {
       TESSERA_RUN_PATH,    "-n", "2", "--timeout", "20", TESSERA_CHECKPOINT_WORKER, folder,
       pids.path().string()};
   testing::ScopedEnv timeout("TESSERA_TIMEOUT_S", "5");
-  {
+  // One more step, saved without interruption; true when the job succeeded.
+  auto save_once = [&] {
     std::vector<std::string> once = job;
     once.push_back("1");
     const pid_t pid = spawn(once);
-    ASSERT_GT(pid, 0);
     int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the first save failed";
-  }
+    return pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+  };
+  ASSERT_TRUE(save_once()) << "the first save failed";
   auto load_step = [&](int trial) -> double {
     StateDict state;
     state.insert("split_rows", zeros({64, 33}));
@@ -334,13 +335,7 @@ TEST(ShardedCheckpointFaultTest, KilledWhileSavingTheFolderHoldsOneStep) {
   // The kills did land between saves that completed.
   EXPECT_GT(progressed, 0);
   // A complete save afterwards leaves only the index and this generation's shards.
-  std::vector<std::string> once = job;
-  once.push_back("1");
-  const pid_t pid = spawn(once);
-  ASSERT_GT(pid, 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(save_once());
   std::vector<std::string> names;
   for (const auto& item : std::filesystem::directory_iterator(folder)) {
     names.push_back(item.path().filename().string());

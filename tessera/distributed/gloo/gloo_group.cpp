@@ -173,8 +173,10 @@ void GlooGroup::connect(const char* op, std::chrono::milliseconds allowed) {
   // five of them: a fifth keeps a peer that never answers within `allowed`.
   context->setTimeout(std::max(std::chrono::milliseconds(1), allowed / kGlooConnectFactor));
   StoreAdapter adapter(*store_, prefix_, deadline);
+  // A failure names the whole allowance: for init it was one deadline of
+  // timeout_ for the rendezvous and this connection together.
   run(
-      op, [&] { context->connectFullMesh(adapter, device_); }, allowed);
+      op, [&] { context->connectFullMesh(adapter, device_); }, timeout_);
   context->setTimeout(timeout_);
   context_ = context;
   // Gloo stores each rank's pair addresses under its rank; all pairs of one
