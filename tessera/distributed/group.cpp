@@ -91,8 +91,11 @@ void check_nccl_usable() {
 std::shared_ptr<Group> make_nccl_group(const Environment& env, std::shared_ptr<Store> store,
                                        const std::string& prefix) {
 #ifdef TESSERA_HAVE_NCCL
+  std::vector<int> job_ranks(static_cast<size_t>(env.world_size));
+  for (int r = 0; r < env.world_size; ++r) job_ranks[static_cast<size_t>(r)] = r;
   return std::make_shared<NcclGroup>(std::move(store), prefix + "world/", env.rank, env.world_size,
-                                     env.local_rank % cuda::device_count(), env.timeout);
+                                     env.local_rank % cuda::device_count(), env.timeout, prefix,
+                                     std::move(job_ranks));
 #else
   (void)env;
   (void)store;

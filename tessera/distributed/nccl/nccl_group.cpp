@@ -2,6 +2,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include "tessera/backend/cuda/runtime.h"
 #include "tessera/core/device_memory.h"
 #include "tessera/distributed/collective_checks.h"
+#include "tessera/distributed/rendezvous.h"
 
 namespace tessera::distributed {
 
@@ -88,14 +90,17 @@ Tensor to_caller(const Tensor& result, const Tensor& like) {
 }  // namespace
 
 NcclGroup::NcclGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-                     int device, std::chrono::milliseconds timeout)
+                     int device, std::chrono::milliseconds timeout, std::string job_prefix,
+                     std::vector<int> job_ranks)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
       size_(size),
       device_(device),
       timeout_(timeout),
-      handles_(std::make_unique<Handles>()) {
+      handles_(std::make_unique<Handles>()),
+      job_prefix_(std::move(job_prefix)),
+      job_ranks_(std::move(job_ranks)) {
   TESSERA_CHECK(store_ != nullptr, "[init_process_group] the store is null");
   TESSERA_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, "[init_process_group] rank ", rank_,
                 " is outside [0, ", size_, ")");
@@ -171,6 +176,11 @@ std::string NcclGroup::where() const {
   return str_cat("rank ", rank_, " of ", size_);
 }
 
+std::string NcclGroup::ended_peers() const {
+  if (job_ranks_.size() != static_cast<size_t>(size_)) return "";
+  return ended_ranks(*store_, job_prefix_, job_ranks_, job_ranks_[static_cast<size_t>(rank_)]);
+}
+
 void NcclGroup::check_usable(const char* op) const {
   TESSERA_CHECK(broken_.empty(), "[", op, "] ", where(), ": this NCCL group is unusable since ",
                 broken_, "; create a new group (or exit)");
@@ -178,6 +188,8 @@ void NcclGroup::check_usable(const char* op) const {
 
 void NcclGroup::fail(const char* op, const std::string& what) {
   std::string text = str_cat("[", op, "] ", where(), " ", what);
+  const std::string ended = ended_peers();
+  if (!ended.empty()) text += "; lost " + ended;
   if (handles_->comm != nullptr) {
     // Stops kernels that wait for a lost peer; the communicator is gone after it.
     ncclCommAbort(handles_->comm);
@@ -190,7 +202,7 @@ void NcclGroup::fail(const char* op, const std::string& what) {
 
 void NcclGroup::wait(const char* op) {
   const auto start = Clock::now();
-  const auto deadline = start + timeout_;
+  auto deadline = start + timeout_;
   // Polls briefly at first (small collectives finish in microseconds),
   // then sleeps between polls so a long wait leaves the CPU to others.
   auto pause = [&] {
@@ -204,6 +216,22 @@ void NcclGroup::wait(const char* op) {
     fail(op, str_cat("timed out after ", timeout_.count(),
                      " ms: a peer did not take part or is too slow"));
   };
+  // A peer whose process ended ends the wait a second later (the call may
+  // still complete if it finished its part before leaving), not at the timeout.
+  auto next_check = start + std::chrono::milliseconds(100);
+  bool peer_gone = false;
+  auto check_peers = [&] {
+    if (peer_gone || Clock::now() < next_check) return;
+    next_check = Clock::now() + std::chrono::milliseconds(100);
+    if (!ended_peers().empty()) {
+      peer_gone = true;
+      deadline = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+    }
+  };
+  auto give_up = [&] {
+    if (peer_gone) fail(op, "failed: a peer left during the call");
+    timed_out();
+  };
   // A non-blocking communicator may still be enqueueing the calls.
   while (true) {
     ncclResult_t state = ncclSuccess;
@@ -211,7 +239,8 @@ void NcclGroup::wait(const char* op) {
     if (query != ncclSuccess) fail(op, str_cat("failed: ", nccl_text(query, handles_->comm)));
     if (state == ncclSuccess) break;
     if (state != ncclInProgress) fail(op, str_cat("failed: ", nccl_text(state, handles_->comm)));
-    if (Clock::now() > deadline) timed_out();
+    check_peers();
+    if (Clock::now() > deadline) give_up();
     pause();
   }
   while (true) {
@@ -228,7 +257,8 @@ void NcclGroup::wait(const char* op) {
     if (state != ncclSuccess && state != ncclInProgress) {
       fail(op, str_cat("failed: ", nccl_text(state, handles_->comm)));
     }
-    if (Clock::now() > deadline) timed_out();
+    check_peers();
+    if (Clock::now() > deadline) give_up();
     pause();
   }
 }
@@ -529,8 +559,15 @@ std::shared_ptr<Group> NcclGroup::split(const std::vector<int>& ranks) {
   const int new_rank = check_split(ranks, size_, rank_, where());
   std::string prefix =
       prefix_ + "split" + ranks_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
+  std::vector<int> job_ranks;
+  for (int member : ranks) {
+    if (job_ranks_.size() == static_cast<size_t>(size_)) {
+      job_ranks.push_back(job_ranks_[static_cast<size_t>(member)]);
+    }
+  }
   return std::make_shared<NcclGroup>(store_, std::move(prefix), new_rank,
-                                     static_cast<int>(ranks.size()), device_, timeout_);
+                                     static_cast<int>(ranks.size()), device_, timeout_, job_prefix_,
+                                     std::move(job_ranks));
 }
 
 }  // namespace tessera::distributed

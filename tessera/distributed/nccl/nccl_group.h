@@ -33,9 +33,13 @@ namespace tessera::distributed {
 class NcclGroup : public Group {
  public:
   // Joins `size` ranks on cuda:`device`, rendezvousing under `prefix` in
-  // `store`; waits at most `timeout` there and in every collective.
+  // `store`; waits at most `timeout` there and in every collective. With
+  // the job's key prefix and each member's rank in the job, a peer whose
+  // process ended (on this machine) is named, at once rather than at the
+  // timeout.
   NcclGroup(std::shared_ptr<Store> store, std::string prefix, int rank, int size, int device,
-            std::chrono::milliseconds timeout);
+            std::chrono::milliseconds timeout, std::string job_prefix = "",
+            std::vector<int> job_ranks = {});
   ~NcclGroup() override;
 
   int rank() const override { return rank_; }
@@ -82,6 +86,8 @@ class NcclGroup : public Group {
   void point_to_point(const char* op, const Tensor& tensor, int peer, int tag, bool sending);
   // "rank r of n" for messages.
   std::string where() const;
+  // Members whose process has ended, as "rank 2 (process 4242 exited)"; "".
+  std::string ended_peers() const;
 
   std::shared_ptr<Store> store_;
   std::string prefix_;
@@ -92,6 +98,8 @@ class NcclGroup : public Group {
   std::unique_ptr<Handles> handles_;
   std::string broken_;                            // why the group is unusable; empty while it works
   std::map<std::vector<int>, int> split_counts_;  // same list, same count on every member
+  std::string job_prefix_;
+  std::vector<int> job_ranks_;  // per member: its rank in the job (empty: not known)
 };
 
 }  // namespace tessera::distributed
