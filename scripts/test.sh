@@ -22,7 +22,7 @@ trap 'rm -rf "$scratch"' EXIT
 ./build/examples/char_gpt --steps 4 --sample-every 4 --d-model 64 --layers 2 --context 32
 ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --steps 3 --d-model 32 --layers 1 --context 16 --batch-size 4 --save "$scratch/gpt_parallel"
 
-echo "== fuzzing the IDX and safetensors readers"
+echo "== fuzzing the file readers (IDX, safetensors, sharded-checkpoint index)"
 TESSERA_FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-30}" bash scripts/fuzz.sh
 
 echo "== sanitizer build (address, undefined)"
