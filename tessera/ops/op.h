@@ -53,6 +53,12 @@ struct OpDef {
   bool saves_inputs = true;
   bool saves_outputs = false;
 
+  // For the op reference (docs/ops.md, generated from this registry): the
+  // PyTorch function(s) the op implements, e.g. "torch.cumsum", and the
+  // public C++ signature(s) that reach it, e.g. "cumsum(x, dim, dtype)".
+  std::string torch_name;
+  std::string signature;
+
   // Filled on first dispatch: the kernel table entry per device type.
   // Shared so OpDef stays movable; atomic because any thread may dispatch.
   struct KernelSlots {
