@@ -68,6 +68,7 @@
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/softmax.h"
 #include "tessera/ops/triangle.h"
+#include "tessera/ops/unfold.h"
 #include "tessera/ops/view.h"
 #include "tessera/optim/adam.h"
 #include "tessera/optim/clip_grad.h"

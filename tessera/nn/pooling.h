@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tessera/nn/module.h"
+#include "tessera/ops/pool.h"
 
 namespace tessera::nn {
 
@@ -50,7 +51,7 @@ class AdaptiveAvgPool2d : public Module {
   std::vector<int64_t> output_size_;
 };
 
-// The function form of AdaptiveAvgPool2d.
-Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_size);
+// The function form of AdaptiveAvgPool2d (the op, tessera/ops/pool.h).
+using ::tessera::adaptive_avg_pool2d;
 
 }  // namespace tessera::nn

@@ -79,7 +79,7 @@ std::pair<int64_t, int64_t> check_geometry(const Shape& x, const Shape& w, const
 
 std::vector<TensorMeta> infer_conv2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   const char* op = "conv2d";
-  check_4d(in[0], op, "input", "[N, C, H, W]");
+  check_4d(in[0], op, "input", "[N, C, H, W] (or 3-D [C, H, W] unbatched)");
   check_4d(in[1], op, "weight", "[O, C/groups, kh, kw]");
   check_same_dtype(in, op);
   ConvAttrs a(attrs);
@@ -133,6 +133,8 @@ std::vector<Tensor> conv2d_grad(const GradContext& c) {
 const OpDef& conv2d_op = register_op([] {
   OpDef def;
   def.name = "conv2d";
+  def.torch_name = "torch.nn.functional.conv2d";
+  def.signature = "conv2d(x, weight, bias, stride, padding, dilation, groups)";
   def.infer = infer_conv2d;
   def.sbp = conv2d_sbp;
   def.grad = conv2d_grad;
@@ -189,6 +191,10 @@ std::vector<Tensor> backward_input_grad(const GradContext& c) {
 const OpDef& backward_input_op = register_op([] {
   OpDef def;
   def.name = "conv2d_backward_input";
+  def.torch_name = "torch.nn.functional.conv_transpose2d (and conv2d's input gradient)";
+  def.signature = "conv2d_backward_input(grad_output, weight, input_hw, stride, padding, "
+                  "dilation, groups); conv_transpose2d(x, weight, bias, stride, padding, "
+                  "output_padding, groups, dilation)";
   def.infer = infer_backward_input;
   def.sbp = backward_input_sbp;
   def.grad = backward_input_grad;
@@ -247,6 +253,9 @@ std::vector<Tensor> backward_weight_grad(const GradContext& c) {
 const OpDef& backward_weight_op = register_op([] {
   OpDef def;
   def.name = "conv2d_backward_weight";
+  def.torch_name = "torch.nn.grad.conv2d_weight";
+  def.signature = "conv2d_backward_weight(x, grad_output, kernel_hw, stride, padding, dilation, "
+                  "groups)";
   def.infer = infer_backward_weight;
   def.sbp = backward_weight_sbp;
   def.grad = backward_weight_grad;
@@ -270,6 +279,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
               const std::vector<int64_t>& dilation, int64_t groups) {
   check_defined("conv2d", {&x, &weight});
+  if (x.dim() == 3) {
+    return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0);
+  }
   Attrs attrs = make_attrs(stride, padding, dilation, groups, "conv2d");
   DType common = promote_types(x.dtype(), weight.dtype());
   if (bias.defined()) common = promote_types(common, bias.dtype());

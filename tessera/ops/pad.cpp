@@ -7,6 +7,8 @@
 
 #include "tessera/ops/pad.h"
 
+#include <algorithm>
+
 #include "tessera/ops/op.h"
 
 namespace tessera {
@@ -44,6 +46,8 @@ Tensor pad_backward(const Tensor& grad, const Attrs& attrs);
 const OpDef& pad_op = register_op([] {
   OpDef def;
   def.name = "pad";
+  def.torch_name = "torch.nn.functional.pad";
+  def.signature = "pad(x, pads, mode, value)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{
         {padded_shape(in[0].shape, attrs, 1), in[0].dtype, in[0].device}};
@@ -80,6 +84,8 @@ const OpDef& pad_op = register_op([] {
 const OpDef& pad_backward_op = register_op([] {
   OpDef def;
   def.name = "pad_backward";
+  def.torch_name = "torch.ops.aten.reflection_pad2d_backward (and the other modes)";
+  def.signature = "pad_backward (the gradient of pad in the reflect, replicate and circular modes)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{
         {padded_shape(in[0].shape, attrs, -1), in[0].dtype, in[0].device}};
@@ -150,19 +156,42 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
                     " elements; negative pads may crop at most the dim's size");
       continue;
     }
-    TESSERA_CHECK(b >= 0 && a >= 0, "[pad] mode \"", mode, "\" needs non-negative pads, got (", b,
-                  ", ", a, ") on dim ", d);
+    TESSERA_CHECK(padded[d] >= (mode == "circular" ? 0 : 1), "[pad] pads (", b, ", ", a,
+                  ") on dim ", d, " of size ", size, " leave ", padded[d],
+                  " elements; mode \"", mode, "\" needs ",
+                  mode == "circular" ? "a non-negative size" : "at least one");
     if (mode == "reflect") {
       TESSERA_CHECK(b < size && a < size, "[pad] reflect pads (", b, ", ", a, ") on dim ", d,
                     " of size ", size, " must each be less than the size");
     } else if (mode == "replicate") {
       TESSERA_CHECK(size > 0, "[pad] replicate cannot pad dim ", d, " of size 0");
-    } else {
+    } else if (mode == "circular") {
       TESSERA_CHECK(b <= size && a <= size, "[pad] circular pads (", b, ", ", a, ") on dim ", d,
-                    " of size ", size, " must each be at most the size");
+                    " of size ", size, " must each be at most the size (wrapping around once)");
+      const int64_t kept = size + std::min<int64_t>(b, 0) + std::min<int64_t>(a, 0);
+      TESSERA_CHECK(kept > 0 || padded[d] == 0, "[pad] circular pads (", b, ", ", a, ") on dim ",
+                    d, " of size ", size, " crop every element and then pad; nothing to wrap");
     }
   }
   checked_numel(padded, "pad");
+  if (mode == "circular") {
+    // As PyTorch: negative pads crop first, and the rest wraps around what is left.
+    std::vector<int64_t> crop_before(ndim), crop_after(ndim);
+    bool crops = false;
+    for (int64_t d = 0; d < ndim; ++d) {
+      crop_before[d] = std::min<int64_t>(before[d], 0);
+      crop_after[d] = std::min<int64_t>(after[d], 0);
+      crops = crops || crop_before[d] < 0 || crop_after[d] < 0;
+      before[d] = std::max<int64_t>(before[d], 0);
+      after[d] = std::max<int64_t>(after[d], 0);
+    }
+    if (crops) {
+      Tensor cropped = pad_with(x, crop_before, crop_after, "constant", 0.0);
+      return pad_with(cropped, before, after, mode, 0.0);
+    }
+  }
+  // Reflect and replicate with negative pads crop the padded result, which
+  // is what the kernels compute when before < 0.
   return pad_with(x, before, after, mode, value);
 }
 

@@ -188,8 +188,8 @@ TEST(Conv2d, ErrorsNameOpAndShapes) {
                {"[conv2d]", "[1, 3, 5, 5]", "[4, 2, 3, 3]", "groups=1"});
   expect_error([] { conv2d(zeros({1, 3, 2, 2}), zeros({4, 3, 3, 3})); },
                {"[conv2d]", "does not fit", "[1, 3, 2, 2]"});
-  expect_error([] { conv2d(zeros({3, 5, 5}), zeros({4, 3, 3, 3})); },
-               {"[conv2d]", "4-D", "[3, 5, 5]"});
+  expect_error([] { conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); },
+               {"[conv2d]", "4-D", "[5, 5]"});
   expect_error([] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), zeros({3})); },
                {"[conv2d] bias", "[3]"});
   expect_error(

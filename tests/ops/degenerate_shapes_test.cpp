@@ -431,6 +431,7 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       // shape and indexing (issue 11)
 
       // convolution, pooling and padding (issue 11)
+      "max_pool2d_with_indices", "adaptive_max_pool2d", "adaptive_avg_pool2d", "unfold", "fold",
 
       // losses and functional layers (issue 11)
 

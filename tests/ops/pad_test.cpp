@@ -123,11 +123,52 @@ TEST(Pad, ErrorsExplainValidPads) {
   EXPECT_HAS(error_of([&] { pad(x, {1, 2, 3}); }), "[pad] pads [1, 2, 3] has 3 entries");
   EXPECT_HAS(error_of([&] { pad(x, {1, 1, 1, 1, 1, 1}); }), "at most 2 * 2 entries");
   EXPECT_HAS(error_of([&] { pad(x, {3, 0}, "reflect"); }), "must each be less than the size");
-  EXPECT_HAS(error_of([&] { pad(x, {-1, 0}, "replicate"); }), "non-negative pads");
+  EXPECT_HAS(error_of([&] { pad(x, {-2, -1}, "replicate"); }), "needs at least one");
+  EXPECT_HAS(error_of([&] { pad(x, {-3, 1}, "circular"); }), "crop every element");
   EXPECT_HAS(error_of([&] { pad(x, {1, 0}, "reflect", 2.0); }), "takes no value");
   EXPECT_HAS(error_of([&] { pad(x, {-2, -2}); }), "crop 4 elements");
   EXPECT_HAS(error_of([&] { pad(x, {1, 1}, "wrap"); }), "unknown mode");
   EXPECT_HAS(error_of([&] { pad(x, {4, 0}, "circular"); }), "at most the size");
+}
+
+// PyTorch 1.13's values: reflect and replicate pad the whole input and then
+// crop; circular crops first and wraps what is left.
+TEST(Pad, NegativePadsCropInEveryMode) {
+  Tensor x = make({0, 1, 2, 3, 4}, {1, 1, 5});
+  struct Case {
+    const char* mode;
+    std::vector<int64_t> pads;
+    std::vector<double> want;
+  };
+  const Case cases[] = {
+      {"reflect", {-1, 2}, {1, 2, 3, 4, 3, 2}},   {"reflect", {2, -1}, {2, 1, 0, 1, 2, 3}},
+      {"reflect", {-2, -2}, {2}},                 {"reflect", {-3, 2}, {3, 4, 3, 2}},
+      {"replicate", {-1, 2}, {1, 2, 3, 4, 4, 4}}, {"replicate", {2, -1}, {0, 0, 0, 1, 2, 3}},
+      {"replicate", {-1, -1}, {1, 2, 3}},         {"circular", {-1, 2}, {1, 2, 3, 4, 1, 2}},
+      {"circular", {2, -1}, {2, 3, 0, 1, 2, 3}},  {"circular", {-2, -2}, {2}},
+      {"circular", {-3, 2}, {3, 4, 3, 4}},        {"constant", {-1, 2}, {1, 2, 3, 4, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mode) + " " + shape_str(c.pads));
+    Tensor y = pad(x, c.pads, c.mode);
+    EXPECT_EQ(y.shape(), (Shape{1, 1, static_cast<int64_t>(c.want.size())}));
+    EXPECT_TRUE(all_close(y, c.want, 0, 0));
+  }
+  EXPECT_EQ(pad(x, {-3, -2}, "circular").shape(), (Shape{1, 1, 0}));
+  // Two dims, mixed signs, with gradients.
+  Tensor image = uniform({2, 3, 5, 6}, -1, 1, 1);
+  for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<int64_t> pads = {-2, 3, 2, -1};
+    Tensor y = pad(image, pads, mode);
+    EXPECT_EQ(y.shape(), (Shape{2, 3, 6, 7}));
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& in) { return pad(in[0], pads, mode); },
+        {image.detach().set_requires_grad()}));
+    EXPECT_TRUE(gradgradcheck(
+        [&](const std::vector<Tensor>& in) { return pad(in[0], pads, mode); },
+        {image.detach().set_requires_grad()}));
+  }
 }
 
 TEST(Pad, EmptyAndZeroPads) {

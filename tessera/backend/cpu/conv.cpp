@@ -299,6 +299,62 @@ void conv2d_backward_weight_kernel(KernelContext& ctx) {
   });
 }
 
+// unfold (im2col) and fold (col2im), ops/unfold.cpp: [N, C, H, W] and
+// [N, C * kh * kw, OH * OW], one image per task.
+Geometry window_geometry(const Shape& image, const Attrs& attrs) {
+  const auto& kernel = attrs.ints("kernel_size");
+  const auto& stride = attrs.ints("stride");
+  const auto& padding = attrs.ints("padding");
+  const auto& dilation = attrs.ints("dilation");
+  const int64_t oh =
+      window_output_size(image[2], kernel[0], stride[0], padding[0], dilation[0], "unfold");
+  const int64_t ow =
+      window_output_size(image[3], kernel[1], stride[1], padding[1], dilation[1], "unfold");
+  return {.n = image[0], .c = image[1], .h = image[2], .w = image[3],
+          .o = image[1] * kernel[0] * kernel[1], .kh = kernel[0], .kw = kernel[1],
+          .oh = oh, .ow = ow, .sh = stride[0], .sw = stride[1], .ph = padding[0],
+          .pw = padding[1], .dh = dilation[0], .dw = dilation[1], .groups = 1};
+}
+
+template <typename Fn>
+void for_each_image(const Geometry& g, Fn&& fn) {
+  const int64_t work = std::max<int64_t>(1, g.o * g.pixels());
+  parallel_for(0, g.n, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n) fn(n);
+  });
+}
+
+void unfold_kernel(KernelContext& ctx) {
+  const Tensor x = dense(ctx.inputs[0]);
+  Tensor& out = ctx.outputs[0];
+  if (out.numel() == 0) return;
+  Geometry g = window_geometry(x.shape(), ctx.attrs);
+  TESSERA_DISPATCH_FLOATING(x.dtype(), "unfold", [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    for_each_image(g, [&](int64_t n) {
+      im2col(px + n * g.c * g.h * g.w, po + n * g.o * g.pixels(), g);
+    });
+  });
+}
+
+void fold_kernel(KernelContext& ctx) {
+  const Tensor col = dense(ctx.inputs[0]);
+  Tensor& out = ctx.outputs[0];
+  if (out.numel() == 0) return;
+  Geometry g = window_geometry(out.shape(), ctx.attrs);
+  TESSERA_DISPATCH_FLOATING(col.dtype(), "fold", [&] {
+    const scalar_t* pc = col.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    for_each_image(g, [&](int64_t n) {
+      col2im(pc + n * g.o * g.pixels(), po + n * g.c * g.h * g.w, g);
+    });
+  });
+}
+
+TESSERA_REGISTER_KERNEL("unfold", cpu, unfold_kernel, ::tessera::DType::f32,
+                        ::tessera::DType::f64);
+TESSERA_REGISTER_KERNEL("fold", cpu, fold_kernel, ::tessera::DType::f32, ::tessera::DType::f64);
 TESSERA_REGISTER_KERNEL("conv2d", cpu, conv2d_kernel, ::tessera::DType::f32,
                         ::tessera::DType::f64);
 TESSERA_REGISTER_KERNEL("conv2d_backward_input", cpu, conv2d_backward_input_kernel,
