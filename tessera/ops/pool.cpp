@@ -190,6 +190,12 @@ const OpDef& adaptive_max_pool_op = register_op([] {
       "adaptive_max_pool2d(x, output_size); adaptive_max_pool2d_with_indices(x, output_size); "
       "adaptive_max_pool1d(x, output_size)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    // As PyTorch: unlike adaptive_avg_pool2d, every dim but the first must be non-empty.
+    const Shape& x = in[0].shape;
+    for (size_t d = 1; d < x.size(); ++d) {
+      TESSERA_CHECK(x[d] > 0, "[adaptive_max_pool2d] input ", shape_str(x), " has an empty dim ",
+                    d, "; only the first dim may be 0");
+    }
     return infer_with_indices(in, attrs, "adaptive_max_pool2d");
   };
   def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
