@@ -18,6 +18,8 @@ namespace {
 const OpDef& dropout_op = register_op([] {
   OpDef def;
   def.name = "dropout";
+  def.torch_name = "torch.nn.functional.dropout";
+  def.signature = "dropout(x, p, training)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     TESSERA_CHECK(is_floating(in[0].dtype), "[dropout] needs a floating tensor, got ",
                   dtype_name(in[0].dtype));

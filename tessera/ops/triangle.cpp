@@ -36,6 +36,8 @@ OpDef triangle_def(const char* name, bool lower) {
     result.set("diagonal", attrs.i("diagonal") + start[ndim - 2] - start[ndim - 1]);
     return result;
   };
+  def.torch_name = lower ? "torch.tril" : "torch.triu";
+  def.signature = lower ? "tril(x, diagonal)" : "triu(x, diagonal)";
   def.saves_inputs = false;
   def.grad = [lower](const GradContext& c) {
     int64_t diagonal = c.attrs().i("diagonal");
