@@ -186,6 +186,8 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor) {
   const int64_t channels = s[nd - 3], h = s[nd - 2], w = s[nd - 1];
   TESSERA_CHECK(h % r == 0 && w % r == 0, "[", op, "] input ", shape_str(s),
                 ": height and width must be divisible by downscale_factor ", r);
+  // As PyTorch 1.13: an empty input comes back unchanged in shape.
+  if (x.numel() == 0) return x.reshape(s);
   Shape lead(s.begin(), s.end() - 3);
   Shape split = lead;
   split.insert(split.end(), {channels, h / r, r, w / r, r});
