@@ -124,6 +124,34 @@ TEST(ConvTorch, ConvTranspose) {
       [](const V& x) { return conv_transpose1d(x[0], x[1], x[2], 3, 1, 2, 1, 2); }));
 }
 
+TEST(ConvTorch, ExistingSignatures) {
+  EXPECT_TRUE(sweep_torch("F.conv2d(a, b, c, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=3)",
+                          {{{2, 6, 7, 6}, {3, 2, 3, 2}, {3}}, {{6, 7, 6}, {3, 2, 3, 2}, {3}}},
+                          [](const V& x) {
+                            return conv2d(x[0], x[1], x[2], {2, 1}, {1, 2}, {1, 2}, 3);
+                          }));
+  EXPECT_TRUE(sweep_torch("F.conv2d(a, b)", {{{1, 3, 2, 2}, {4, 3, 3, 3}}, {{2, 2}, {4, 1, 1, 1}}},
+                          [](const V& x) { return conv2d(x[0], x[1]); }));
+  TorchOptions f32;
+  f32.dtype = DType::f32;
+  f32.rtol = 1e-4;
+  f32.atol = 1e-5;
+  f32.grad_rtol = 1e-3;
+  f32.grad_atol = 1e-4;
+  EXPECT_TRUE(sweep_torch("F.conv_transpose2d(a, b, c, stride=2, padding=1, output_padding=1)",
+                          {{{2, 3, 4, 4}, {3, 5, 3, 3}, {5}}},
+                          [](const V& x) { return conv_transpose2d(x[0], x[1], x[2], 2, 1, 1); },
+                          f32));
+  EXPECT_TRUE(sweep_torch("F.max_pool2d(a, 2)", {{{2, 3, 8, 8}}},
+                          [](const V& x) { return max_pool2d(x[0], 2); }, f32));
+  EXPECT_TRUE(sweep_torch("F.avg_pool2d(a, 3, stride=1, padding=1)", {{{2, 3, 5, 5}}, {{3, 5, 5}}},
+                          [](const V& x) { return avg_pool2d(x[0], 3, 1, 1); }));
+  EXPECT_TRUE(sweep_torch("F.pad(a, (1, -1, 0, 2), value=2.5)", {{{2, 3, 4}}, {{0, 3}}, {{5}}},
+                          [](const V& x) { return pad(x[0], {1, -1, 0, 2}, "constant", 2.5); }));
+  EXPECT_TRUE(sweep_torch("F.pad(a, (1, 2))", {{{}}, {{0}}, {{3}}},
+                          [](const V& x) { return pad(x[0], {1, 2}); }));
+}
+
 TEST(UnfoldTorch, UnfoldFoldAndPixelShuffle) {
   EXPECT_TRUE(sweep_torch("F.unfold(a, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))",
                           {{{2, 3, 5, 6}}, {{3, 5, 6}}, {{0, 3, 5, 6}}},
