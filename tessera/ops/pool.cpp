@@ -243,6 +243,7 @@ const OpDef& max_pool_backward_op = register_op([] {
 const OpDef& max_pool_select_op = register_op([] {
   OpDef def;
   def.name = "max_pool2d_select";
+  def.torch_name = "internal";
   def.signature = "max_pool2d_select(x, source, kernel_size, stride, padding, dilation, ceil_mode)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     const char* op = "max_pool2d_select";
