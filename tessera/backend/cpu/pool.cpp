@@ -90,8 +90,11 @@ void for_each_plane(const PoolGeometry& g, Fn&& fn) {
   // In double: a huge kernel clipped to a small input must not overflow the estimate.
   double window = 1.0;
   if (!g.rows.empty() && !g.cols.empty()) {
-    window = static_cast<double>(std::max<int64_t>(1, g.rows[0].hi - g.rows[0].lo)) *
-             static_cast<double>(std::max<int64_t>(1, g.cols[0].hi - g.cols[0].lo));
+    // A middle window: edge windows are clipped by the padding.
+    const Window& row = g.rows[g.rows.size() / 2];
+    const Window& col = g.cols[g.cols.size() / 2];
+    window = static_cast<double>(std::max<int64_t>(1, row.hi - row.lo)) *
+             static_cast<double>(std::max<int64_t>(1, col.hi - col.lo));
   }
   const double work =
       std::max(1.0, static_cast<double>(g.oh) * static_cast<double>(g.ow) * window);
