@@ -15,7 +15,7 @@ packages=(
   dataset-fashion-mnist fortunes
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libjemalloc2)
+  packages+=(libjemalloc2 libtorch-dev)
 fi
 
 missing=()
