@@ -2,7 +2,8 @@
 # Installs the Debian packages Tessera needs. Idempotent; run as root (or
 # with sudo available). redis-server runs the Redis rendezvous tests (they
 # skip without it). PyTorch and numpy are there for the parity tests;
-# `--bench` adds jemalloc for the tuned PyTorch benchmark setting.
+# `--bench` adds jemalloc for the tuned PyTorch benchmark setting and
+# libtorch-dev for the op benchmarks next to libtorch (bench/compare.py).
 set -euo pipefail
 
 packages=(
