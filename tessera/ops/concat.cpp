@@ -15,6 +15,8 @@ namespace {
 const OpDef& cat_op = register_op([] {
   OpDef def;
   def.name = "cat";
+  def.torch_name = "torch.cat";
+  def.signature = "cat(tensors, dim), stack(tensors, dim)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     Shape shape = in[0].shape;

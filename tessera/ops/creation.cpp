@@ -17,9 +17,22 @@ void check_shape(const Shape& shape, const char* op) {
   checked_numel(shape, op);
 }
 
+// The op reference's entries (docs/ops.md) for the ops built by the helpers below.
+constexpr OpDoc kCreationDocs[] = {
+    {"full", "torch.full, torch.zeros, torch.ones",
+     "full(shape, value, dtype), zeros(shape, dtype), ones(shape, dtype)"},
+    {"arange", "torch.arange", "arange(end), arange(start, end, step, dtype)"},
+    {"linspace", "torch.linspace", "linspace(start, end, steps, dtype)"},
+    {"eye", "torch.eye", "eye(n, m, dtype)"},
+    {"rand", "torch.rand", "rand(shape, dtype, generator)"},
+    {"randn", "torch.randn", "randn(shape, dtype, generator)"},
+    {"randint", "torch.randint", "randint(low, high, shape, dtype, generator)"},
+};
+
 OpDef factory_def(const char* name) {
   OpDef def;
   def.name = name;
+  document(def, kCreationDocs);
   def.differentiable = false;
   def.kernel_dtype_input = -1;
   def.infer = [](const std::vector<TensorMeta>&, const Attrs& attrs) {

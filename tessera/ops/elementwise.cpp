@@ -37,10 +37,48 @@ SbpFn monotone_sbp() {
   };
 }
 
+// The op reference's entries (docs/ops.md) for the ops built by the helpers below.
+constexpr OpDoc kElementwiseDocs[] = {
+    {"neg", "torch.neg", "neg(x), -x"},
+    {"abs", "torch.abs", "abs(x)"},
+    {"exp", "torch.exp", "exp(x)"},
+    {"log", "torch.log", "log(x)"},
+    {"sqrt", "torch.sqrt", "sqrt(x)"},
+    {"rsqrt", "torch.rsqrt", "rsqrt(x)"},
+    {"sin", "torch.sin", "sin(x)"},
+    {"cos", "torch.cos", "cos(x)"},
+    {"tanh", "torch.tanh", "tanh(x)"},
+    {"sigmoid", "torch.sigmoid", "sigmoid(x)"},
+    {"relu", "torch.relu", "relu(x)"},
+    {"erf", "torch.erf", "erf(x)"},
+    {"gelu", "torch.nn.functional.gelu", "gelu(x, approximate)"},
+    {"silu", "torch.nn.functional.silu", "silu(x)"},
+    {"softplus", "torch.nn.functional.softplus", "softplus(x, beta, threshold)"},
+    {"clamp", "torch.clamp", "clamp(x, min, max)"},
+    {"add", "torch.add", "add(a, b), add(a, scalar), a + b"},
+    {"sub", "torch.sub", "sub(a, b), sub(a, scalar), sub(scalar, b), a - b"},
+    {"mul", "torch.mul", "mul(a, b), mul(a, scalar), a * b"},
+    {"relu_backward", "internal", "relu_backward(grad, input)"},
+    {"div", "torch.div", "div(a, b), div(a, scalar), div(scalar, b), a / b"},
+    {"pow", "torch.pow", "pow(a, b), pow(a, scalar)"},
+    {"maximum", "torch.maximum", "maximum(a, b), maximum(a, scalar)"},
+    {"minimum", "torch.minimum", "minimum(a, b), minimum(a, scalar)"},
+    {"eq", "torch.eq", "eq(a, b), eq(a, scalar)"},
+    {"ne", "torch.ne", "ne(a, b), ne(a, scalar)"},
+    {"lt", "torch.lt", "lt(a, b), lt(a, scalar)"},
+    {"le", "torch.le", "le(a, b), le(a, scalar)"},
+    {"gt", "torch.gt", "gt(a, b), gt(a, scalar)"},
+    {"ge", "torch.ge", "ge(a, b), ge(a, scalar)"},
+    {"logical_not", "torch.logical_not", "logical_not(x)"},
+    {"logical_and", "torch.logical_and", "logical_and(a, b)"},
+    {"logical_or", "torch.logical_or", "logical_or(a, b)"},
+};
+
 OpDef unary_def(const std::string& name, GradFn grad, bool saves_inputs, bool saves_outputs,
                 SbpFn sbp = unary_splits) {
   OpDef def;
   def.name = name;
+  document(def, kElementwiseDocs);
   def.infer = infer_unary;
   def.sbp = std::move(sbp);
   def.grad = std::move(grad);
@@ -268,6 +306,7 @@ OpDef binary_def(const char* name, GradFn grad, bool saves_inputs, std::vector<S
                  bool saves_outputs = false) {
   OpDef def;
   def.name = name;
+  document(def, kElementwiseDocs);
   def.infer = binary_infer(name);
   def.sbp = binary_sbp(std::move(extra));
   def.grad = std::move(grad);
@@ -432,6 +471,7 @@ namespace {
 OpDef predicate_def(const char* name, int arity) {
   OpDef def;
   def.name = name;
+  document(def, kElementwiseDocs);
   def.differentiable = false;
   def.infer = [name, arity](const std::vector<TensorMeta>& in, const Attrs&) {
     if (arity == 1) return std::vector<TensorMeta>{{in[0].shape, DType::boolean, in[0].device}};
@@ -489,6 +529,8 @@ namespace {
 const OpDef& where_op = register_op([] {
   OpDef def;
   def.name = "where";
+  def.torch_name = "torch.where, torch.Tensor.masked_fill";
+  def.signature = "where(condition, a, b), masked_fill(x, mask, value)";
   def.kernel_dtype_input = 1;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     TESSERA_CHECK(in[0].dtype == DType::boolean, "[where] condition must be bool, got ",
@@ -523,6 +565,8 @@ const OpDef& where_op = register_op([] {
 const OpDef& cast_op = register_op([] {
   OpDef def;
   def.name = "cast";
+  def.torch_name = "torch.Tensor.to (dtype)";
+  def.signature = "cast(x, dtype), x.to(dtype)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{{in[0].shape, attrs.get<DType>("dtype"), in[0].device}};
   };
@@ -546,6 +590,8 @@ const OpDef& cast_op = register_op([] {
 const OpDef& copy_op = register_op([] {
   OpDef def;
   def.name = "copy";
+  def.torch_name = "torch.clone";
+  def.signature = "copy(x), x.clone()";
   def.infer = infer_unary;
   def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     auto signatures = unary_splits(in, attrs);

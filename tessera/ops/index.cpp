@@ -31,6 +31,8 @@ int64_t rank_of(const TensorMeta& meta) {
 const OpDef& embedding_op = register_op([] {
   OpDef def;
   def.name = "embedding";
+  def.torch_name = "torch.nn.functional.embedding";
+  def.signature = "embedding(weight, indices, padding_idx)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     Shape shape = in[1].shape;
     shape.push_back(in[0].shape[1]);
@@ -68,6 +70,8 @@ const OpDef& embedding_op = register_op([] {
 const OpDef& index_select_op = register_op([] {
   OpDef def;
   def.name = "index_select";
+  def.torch_name = "torch.index_select";
+  def.signature = "index_select(x, dim, index)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     Shape shape = in[0].shape;
     shape[attrs.i("dim")] = numel(in[1].shape);
@@ -95,6 +99,8 @@ const OpDef& index_select_op = register_op([] {
 const OpDef& gather_op = register_op([] {
   OpDef def;
   def.name = "gather";
+  def.torch_name = "torch.gather";
+  def.signature = "gather(x, dim, index)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{{in[1].shape, in[0].dtype, in[0].device}};
   };
@@ -123,6 +129,8 @@ const OpDef& gather_op = register_op([] {
 const OpDef& scatter_add_op = register_op([] {
   OpDef def;
   def.name = "scatter_add";
+  def.torch_name = "torch.scatter_add";
+  def.signature = "scatter_add(x, dim, index, src)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[0]};
   };
@@ -169,6 +177,8 @@ const OpDef& scatter_add_op = register_op([] {
 const OpDef& index_add_op = register_op([] {
   OpDef def;
   def.name = "index_add";
+  def.torch_name = "torch.index_add";
+  def.signature = "index_add(x, dim, index, source, alpha)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[0]};
   };

@@ -116,6 +116,8 @@ std::vector<Tensor> cross_entropy_backward_grad(const GradContext& c) {
 const OpDef& cross_entropy_backward_op = register_op([] {
   OpDef def;
   def.name = "cross_entropy_backward";
+  def.torch_name = "internal";
+  def.signature = "cross_entropy's gradient";
   def.kernel_dtype_input = 1;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[1]};
@@ -156,6 +158,10 @@ std::vector<Tensor> cross_entropy_grad(const GradContext& c) {
 const OpDef& cross_entropy_op = register_op([] {
   OpDef def;
   def.name = "cross_entropy";
+  def.torch_name = "torch.nn.functional.cross_entropy, torch.nn.functional.nll_loss";
+  def.signature =
+      "cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing), "
+      "nll_loss(log_probs, target, weight, ignore_index, reduction)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     const TensorMeta& logits = in[0];
     TESSERA_CHECK(is_floating(logits.dtype) && logits.shape.size() >= 2, "[cross_entropy] ",

@@ -95,6 +95,8 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
 const OpDef& matmul_op = register_op([] {
   OpDef def;
   def.name = "matmul";
+  def.torch_name = "torch.matmul";
+  def.signature = "matmul(a, b)";
   def.infer = infer_matmul;
   def.sbp = matmul_sbp;
   def.grad = matmul_grad;

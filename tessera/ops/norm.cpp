@@ -92,6 +92,8 @@ std::vector<Tensor> layer_norm_backward_grad(const GradContext& c) {
 const OpDef& layer_norm_backward_op = register_op([] {
   OpDef def;
   def.name = "layer_norm_backward";
+  def.torch_name = "internal";
+  def.signature = "layer_norm's gradient";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     const TensorMeta& x = in[1];
     TensorMeta param{attrs.ints("normalized_shape"), x.dtype, x.device};
@@ -151,6 +153,8 @@ std::vector<Tensor> layer_norm_grad(const GradContext& c) {
 const OpDef& layer_norm_op = register_op([] {
   OpDef def;
   def.name = "layer_norm";
+  def.torch_name = "torch.nn.functional.layer_norm";
+  def.signature = "layer_norm(x, normalized_shape, weight, bias, eps)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     const TensorMeta& x = in[0];
     TESSERA_CHECK(is_floating(x.dtype), "[layer_norm] needs a floating tensor, got ",

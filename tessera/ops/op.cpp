@@ -33,6 +33,15 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
 
 }  // namespace
 
+void document(OpDef& def, std::span<const OpDoc> table) {
+  for (const OpDoc& doc : table) {
+    if (def.name != doc.name) continue;
+    def.torch_name = doc.torch_name;
+    def.signature = doc.signature;
+    return;
+  }
+}
+
 const OpDef& register_op(OpDef def) {
   auto& ops = registry().ops;
   TESSERA_CHECK(ops.find(def.name) == ops.end(), "[register_op] op '", def.name,

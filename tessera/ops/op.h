@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,17 @@ struct KernelContext {
   std::vector<Tensor>& outputs;
   const Attrs& attrs;
 };
+
+// The op-reference fields of ops that a shared helper builds (unary_def,
+// binary_def, ...): the helper looks its op up in a table kept beside it.
+struct OpDoc {
+  const char* name;
+  const char* torch_name;
+  const char* signature;
+};
+// Sets def.torch_name and def.signature from the entry for def.name, if any
+// (a missing entry shows in the op reference test).
+void document(OpDef& def, std::span<const OpDoc> table);
 
 // Registers the op (once, at static initialisation) and returns it.
 const OpDef& register_op(OpDef def);

@@ -69,6 +69,8 @@ Tensor expand_back(const Tensor& reduced, const TensorMeta& input, const Attrs& 
 const OpDef& sum_op = register_op([] {
   OpDef def;
   def.name = "sum";
+  def.torch_name = "torch.sum";
+  def.signature = "sum(x, dims, keepdim)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, is_floating(in[0].dtype) ? in[0].dtype : DType::i64);
   };
@@ -91,9 +93,18 @@ std::vector<Tensor> extremum_grad(const GradContext& c) {
   return {div(mul(g, selected), count)};
 }
 
+// The op reference's entries (docs/ops.md) for the ops built by the helpers below.
+constexpr OpDoc kReduceDocs[] = {
+    {"max", "torch.amax, torch.max (full reduction)", "max(x, dims, keepdim)"},
+    {"min", "torch.amin, torch.min (full reduction)", "min(x, dims, keepdim)"},
+    {"argmax", "torch.argmax", "argmax(x, dim, keepdim)"},
+    {"argmin", "torch.argmin", "argmin(x, dim, keepdim)"},
+};
+
 OpDef extremum_def(const char* name, Sbp partial) {
   OpDef def;
   def.name = name;
+  document(def, kReduceDocs);
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, in[0].dtype);
   };
@@ -111,6 +122,7 @@ const OpDef& min_op = register_op(extremum_def("min", Sbp::partial_min()));
 OpDef arg_def(const char* name) {
   OpDef def;
   def.name = name;
+  document(def, kReduceDocs);
   def.differentiable = false;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, DType::i64);

@@ -22,9 +22,16 @@ std::vector<SbpSignature> softmax_signatures(const std::vector<TensorMeta>& in,
   return signatures;
 }
 
+// The op reference's entries (docs/ops.md) for the ops built by the helpers below.
+constexpr OpDoc kSoftmaxDocs[] = {
+    {"softmax", "torch.softmax", "softmax(x, dim)"},
+    {"log_softmax", "torch.log_softmax", "log_softmax(x, dim)"},
+};
+
 OpDef softmax_def(const char* name, GradFn grad) {
   OpDef def;
   def.name = name;
+  document(def, kSoftmaxDocs);
   def.infer = [name](const std::vector<TensorMeta>& in, const Attrs&) {
     TESSERA_CHECK(is_floating(in[0].dtype), "[", name, "] needs a floating tensor, got ",
                   dtype_name(in[0].dtype));

@@ -109,6 +109,8 @@ std::vector<SbpSignature> reshape_signatures(const Shape& in, const Shape& out) 
 const OpDef& reshape_op = register_op([] {
   OpDef def;
   def.name = "reshape";
+  def.torch_name = "torch.reshape, torch.Tensor.view";
+  def.signature = "x.reshape(shape), x.view(shape)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{{attrs.ints("shape"), in[0].dtype, in[0].device}};
   };
@@ -159,6 +161,8 @@ const OpDef& reshape_op = register_op([] {
 const OpDef& permute_op = register_op([] {
   OpDef def;
   def.name = "permute";
+  def.torch_name = "torch.permute, torch.transpose";
+  def.signature = "x.permute(dims), x.transpose(d0, d1)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     Shape shape;
     for (int64_t d : attrs.ints("dims")) shape.push_back(in[0].shape[d]);
@@ -202,6 +206,8 @@ int64_t slice_length(int64_t start, int64_t end, int64_t step) {
 const OpDef& slice_op = register_op([] {
   OpDef def;
   def.name = "slice";
+  def.torch_name = "torch.narrow, basic slicing x[a:b:s]";
+  def.signature = "x.slice(dim, start, end, step), x.narrow(dim, start, length)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     Shape shape = in[0].shape;
     shape[attrs.i("dim")] = slice_length(attrs.i("start"), attrs.i("end"), attrs.i("step"));
@@ -242,6 +248,8 @@ const OpDef& slice_op = register_op([] {
 const OpDef& slice_backward_op = register_op([] {
   OpDef def;
   def.name = "slice_backward";
+  def.torch_name = "internal";
+  def.signature = "slice_backward(grad, input_shape, dim, start, end, step)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{{attrs.ints("input_shape"), in[0].dtype, in[0].device}};
   };
@@ -275,6 +283,8 @@ const OpDef& slice_backward_op = register_op([] {
 const OpDef& expand_op = register_op([] {
   OpDef def;
   def.name = "expand";
+  def.torch_name = "torch.Tensor.expand";
+  def.signature = "x.expand(shape)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return std::vector<TensorMeta>{{attrs.ints("shape"), in[0].dtype, in[0].device}};
   };
