@@ -66,6 +66,7 @@
 #include "tessera/ops/pad.h"
 #include "tessera/ops/pool.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/scan.h"
 #include "tessera/ops/softmax.h"
 #include "tessera/ops/triangle.h"
 #include "tessera/ops/unfold.h"

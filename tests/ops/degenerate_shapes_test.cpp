@@ -48,6 +48,11 @@ const std::map<std::string, Family>& families() {
          return argmin(x, a.size() > 1 ? std::optional<int64_t>(a[1]) : std::nullopt, a[0]);
        }},
       {"softmax", [](const Tensor& x, const Args& a) { return softmax(x, a[0]); }},
+      {"cumsum", [](const Tensor& x, const Args& a) { return cumsum(x, a[0]); }},
+      {"cumprod", [](const Tensor& x, const Args& a) { return cumprod(x, a[0]); }},
+      {"sort", [](const Tensor& x, const Args& a) { return std::get<0>(sort(x, a[0], true)); }},
+      {"argsort", [](const Tensor& x, const Args& a) { return argsort(x, a[0]); }},
+      {"topk", [](const Tensor& x, const Args& a) { return std::get<0>(topk(x, 0, a[0])); }},
       {"log_softmax", [](const Tensor& x, const Args& a) { return log_softmax(x, a[0]); }},
       {"cat",
        [](const Tensor& x, const Args& a) {
@@ -197,7 +202,8 @@ std::vector<Case> all_cases() {
       }
     }
     for (const char* family :
-         {"softmax", "log_softmax", "cat", "squeeze", "index_select", "gather"}) {
+         {"softmax", "log_softmax", "cat", "squeeze", "index_select", "gather", "cumsum",
+          "cumprod", "sort", "argsort", "topk"}) {
       for (int64_t d : dims_to_try(ndim)) add(family, {d});
     }
     add("squeeze", {});
@@ -427,6 +433,7 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       // math and activations (issue 11)
 
       // reductions, scans, sorting and linear algebra (issue 11)
+      "cumsum", "cumprod", "cumprod_backward", "sort", "topk",
 
       // shape and indexing (issue 11)
 
