@@ -16,6 +16,7 @@
 #include "tessera/ops/concat.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 
@@ -218,37 +219,17 @@ void check_channel_tensor(const Tensor& t, const char* what, const Tensor& x, bo
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
-                  double eps) {
-  TESSERA_CHECK(x.defined(), "[batch_norm] got an undefined tensor");
-  TESSERA_CHECK(is_floating(x.dtype()), "[batch_norm] needs a floating tensor, got ",
-                dtype_name(x.dtype()), "; cast first (x.to(DType::f32))");
-  if (x.numel() == 0) {
-    // PyTorch returns x * weight[0] + bias[0] here, checking nothing else.
-    Tensor y = x.clone();
-    if (weight.defined()) y = mul(y, weight.select(0, 0));
-    if (bias.defined()) y = add(y, bias.select(0, 0));
-    return y;
-  }
-  TESSERA_CHECK(x.dim() >= 2, "[batch_norm] needs an [N, C, *] input, got shape ",
-                shape_str(x.shape()));
-  check_channel_tensor(running_mean, "running_mean", x, !training, training);
-  check_channel_tensor(running_var, "running_var", x, !training, training);
-  check_channel_tensor(weight, "weight", x, false, training);
-  check_channel_tensor(bias, "bias", x, false, training);
-  TESSERA_CHECK(eps >= 0.0, "[batch_norm] eps must be non-negative, got ", eps);
-  const int64_t channels = x.size(1);
-  const int64_t count = x.numel() / channels;
-  TESSERA_CHECK(!training || count != 1,
-                "[batch_norm] expected more than 1 value per channel when training, got input "
-                "of shape ",
-                shape_str(x.shape()));
+namespace {
 
+// The per-channel batch normalisation of x [N, C, *] (checked by the
+// caller), without batch_norm's one-value-per-channel check.
+Tensor normalize(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                 const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                 double eps) {
+  const int64_t count = x.numel() / x.size(1);
   Tensor stats;
   if (training) {
-    stats = call1(batch_norm_stats_op, {x});
-    stats = whole(stats);
+    stats = whole(call1(batch_norm_stats_op, {x}));
     if (running_mean.defined() && running_var.defined() && count > 0) {
       NoGradGuard no_grad;
       std::vector<Tensor> updated =
@@ -270,6 +251,123 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                 {"eps", eps},
                 {"has_weight", weight.defined()},
                 {"has_bias", bias.defined()}});
+}
+
+// weight [C] as [C, 1, ...] for broadcasting against x [N, C, *].
+Tensor per_channel(const Tensor& t, const Tensor& x) {
+  Shape shape(static_cast<size_t>(x.dim() - 1), 1);
+  shape[0] = t.numel();
+  return t.reshape(shape);
+}
+
+// t [C] repeated for each of the n samples: [n * C].
+Tensor repeat_per_sample(const Tensor& t, int64_t n) {
+  if (!t.defined()) return t;
+  return t.reshape({1, t.numel()}).expand({n, t.numel()}).contiguous().reshape({n * t.numel()});
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  TESSERA_CHECK(x.defined(), "[batch_norm] got an undefined tensor");
+  TESSERA_CHECK(is_floating(x.dtype()), "[batch_norm] needs a floating tensor, got ",
+                dtype_name(x.dtype()), "; cast first (x.to(DType::f32))");
+  if (x.numel() == 0) {
+    // PyTorch returns x * weight[0] + bias[0] here, checking nothing else.
+    Tensor y = x.clone();
+    if (weight.defined()) y = mul(y, weight.select(0, 0));
+    if (bias.defined()) y = add(y, bias.select(0, 0));
+    return y;
+  }
+  TESSERA_CHECK(x.dim() >= 2, "[batch_norm] needs an [N, C, *] input, got shape ",
+                shape_str(x.shape()));
+  check_channel_tensor(running_mean, "running_mean", x, !training, training);
+  check_channel_tensor(running_var, "running_var", x, !training, training);
+  check_channel_tensor(weight, "weight", x, false, training);
+  check_channel_tensor(bias, "bias", x, false, training);
+  TESSERA_CHECK(eps >= 0.0, "[batch_norm] eps must be non-negative, got ", eps);
+  const int64_t count = x.numel() / x.size(1);
+  TESSERA_CHECK(!training || count != 1,
+                "[batch_norm] expected more than 1 value per channel when training, got input "
+                "of shape ",
+                shape_str(x.shape()));
+  return normalize(x, running_mean, running_var, weight, bias, training, momentum, eps);
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  TESSERA_CHECK(x.defined(), "[group_norm] got an undefined tensor");
+  TESSERA_CHECK(is_floating(x.dtype()), "[group_norm] needs a floating tensor, got ",
+                dtype_name(x.dtype()), "; cast first (x.to(DType::f32))");
+  TESSERA_CHECK(x.dim() >= 2, "[group_norm] expected at least 2 dims ([N, C, *]), got shape ",
+                shape_str(x.shape()));
+  const int64_t n = x.size(0), channels = x.size(1);
+  TESSERA_CHECK(num_groups > 0 && channels % num_groups == 0, "[group_norm] the ", channels,
+                " channels of x (shape ", shape_str(x.shape()), ") must be divisible by num_groups=",
+                num_groups);
+  for (const auto& [param, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    if (!param->defined()) continue;
+    TESSERA_CHECK(param->dim() == 1 && param->size(0) == channels, "[group_norm] ", what,
+                  " has shape ", shape_str(param->shape()), " but x has ", channels,
+                  " channels; it must be [", channels, "]");
+    TESSERA_CHECK(param->dtype() == x.dtype(), "[group_norm] ", what, " is ",
+                  dtype_name(param->dtype()), " but x is ", dtype_name(x.dtype()));
+  }
+  TESSERA_CHECK(eps >= 0.0, "[group_norm] eps must be non-negative, got ", eps);
+  Tensor y = x;
+  if (x.numel() > 0) {
+    // The (sample, group) pairs are the channels of one batch_norm.
+    const int64_t per_group = x.numel() / (n * num_groups);
+    Tensor grouped = x.reshape({1, n * num_groups, per_group});
+    y = normalize(grouped, {}, {}, {}, {}, true, 0.0, eps).reshape(x.shape());
+  } else {
+    y = x.clone();
+  }
+  if (weight.defined()) y = mul(y, per_channel(weight, x));
+  if (bias.defined()) y = add(y, per_channel(bias, x));
+  return y;
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                     const Tensor& weight, const Tensor& bias, bool use_input_stats,
+                     double momentum, double eps) {
+  TESSERA_CHECK(x.defined(), "[instance_norm] got an undefined tensor");
+  TESSERA_CHECK(x.dim() >= 2, "[instance_norm] expected an [N, C, *] input, got shape ",
+                shape_str(x.shape()));
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) spatial *= x.size(d);
+  TESSERA_CHECK(!use_input_stats || spatial != 1,
+                "[instance_norm] expected more than 1 spatial element when training, got input "
+                "of shape ",
+                shape_str(x.shape()));
+  const int64_t n = x.size(0), channels = x.size(1);
+  // As PyTorch: one batch_norm over [1, N * C, *] with the parameters and
+  // running statistics repeated per sample.
+  Shape flat = x.shape();
+  flat.erase(flat.begin());
+  flat[0] = n * channels;
+  flat.insert(flat.begin(), 1);
+  Tensor mean_repeated, var_repeated;
+  {
+    NoGradGuard no_grad;
+    mean_repeated = repeat_per_sample(running_mean, n);
+    var_repeated = repeat_per_sample(running_var, n);
+  }
+  Tensor y = batch_norm(x.contiguous().reshape(flat), mean_repeated, var_repeated,
+                        repeat_per_sample(weight, n), repeat_per_sample(bias, n), use_input_stats,
+                        momentum, eps);
+  if (use_input_stats && x.numel() > 0) {
+    NoGradGuard no_grad;
+    if (running_mean.defined()) {
+      Tensor(running_mean).copy_(mean(mean_repeated.reshape({n, channels}), {0}));
+    }
+    if (running_var.defined()) {
+      Tensor(running_var).copy_(mean(var_repeated.reshape({n, channels}), {0}));
+    }
+  }
+  return y.reshape(x.shape());
 }
 
 }  // namespace tessera

@@ -25,4 +25,21 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
                   double momentum = 0.1, double eps = 1e-5);
 
+// torch.nn.functional.group_norm: x [N, C, *] with C divisible by
+// num_groups; each sample's channels are split into num_groups groups,
+// normalised by the group's mean and biased variance, then scaled and
+// shifted per channel by weight and bias ([C] or undefined).
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+// torch.nn.functional.instance_norm: each (sample, channel) of x [N, C, *]
+// normalised over its own values (use_input_stats), or by running_mean /
+// running_var ([C]) when use_input_stats is false. With use_input_stats and
+// running statistics, these are updated with the average over the batch of
+// the per-instance statistics, as PyTorch.
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = {},
+                     const Tensor& running_var = {}, const Tensor& weight = {},
+                     const Tensor& bias = {}, bool use_input_stats = true, double momentum = 0.1,
+                     double eps = 1e-5);
+
 }  // namespace tessera

@@ -171,6 +171,77 @@ TEST(BatchNorm, ModulesMomentumNoneAndBatchNorm3d) {
       TorchOptions{.rtol = 1e-4, .atol = 1e-5, .grad_rtol = 1e-3, .grad_atol = 1e-4}));
 }
 
+// Group norm by loops in double: each sample's channels in `groups` runs.
+std::vector<double> group_reference(const Tensor& x, int64_t groups, const std::vector<double>& w,
+                                    const std::vector<double>& b, double eps) {
+  const std::vector<double> v = x.contiguous().to_vector<double>();
+  const int64_t n = x.size(0), channels = x.size(1);
+  const int64_t plane = x.numel() / (n * channels), size = channels / groups * plane;
+  std::vector<double> out(v.size());
+  for (int64_t start = 0; start < static_cast<int64_t>(v.size()); start += size) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < size; ++i) mean += v[start + i] / size;
+    for (int64_t i = 0; i < size; ++i) var += std::pow(v[start + i] - mean, 2) / size;
+    for (int64_t i = 0; i < size; ++i) {
+      const int64_t c = (start + i) / plane % channels;
+      out[start + i] = (v[start + i] - mean) / std::sqrt(var + eps) * w[c] + b[c];
+    }
+  }
+  return out;
+}
+
+TEST(GroupNorm, AgainstLoopsAndPyTorch) {
+  Tensor x = uniform({3, 6, 4, 5}, -2, 3, 71);
+  Tensor w = uniform({6}, 0.5, 1.5, 72), b = uniform({6}, -1, 1, 73);
+  EXPECT_TRUE(all_close(group_norm(x, 3, w, b),
+                        group_reference(x, 3, w.to_vector<double>(), b.to_vector<double>(), 1e-5),
+                        1e-10, 1e-10));
+  for (Shape shape : {Shape{2, 6}, Shape{3, 6, 5}, Shape{2, 6, 3, 4}, Shape{0, 6, 2},
+                      Shape{2, 6, 1}}) {
+    SCOPED_TRACE(shape_str(shape));
+    Inputs in{uniform(shape, -2, 2, 74), uniform({6}, 0.5, 1.5, 75), uniform({6}, -1, 1, 76)};
+    EXPECT_TRUE(matches_torch("F.group_norm(a, 2, b, c, 1e-4)", in, [](const Inputs& x) {
+      return group_norm(x[0], 2, x[1], x[2], 1e-4);
+    }));
+    EXPECT_TRUE(matches_torch("F.group_norm(a, 6)", {in[0]},
+                              [](const Inputs& x) { return group_norm(x[0], 6); }));
+    EXPECT_TRUE(matches_torch("F.group_norm(a, 4)", {in[0]},
+                              [](const Inputs& x) { return group_norm(x[0], 4); }));
+  }
+  EXPECT_TRUE(matches_torch("torch.nn.GroupNorm(2, 6)(a)", {uniform({2, 6, 3}, -1, 1, 77)},
+                            [](const Inputs& x) { return nn::GroupNorm(2, 6).forward(x[0]); }));
+}
+
+TEST(InstanceNorm, MatchesPyTorchWithAndWithoutRunningStats) {
+  const std::string torch_running =
+      "(lambda rm, rv: (F.instance_norm(a, rm, rv, d, e, True, 0.3, 1e-4), rm, rv))"
+      "(b.detach().clone(), c.detach().clone())";
+  auto running = [](const Inputs& in) {
+    Tensor rm = in[1].detach().clone(), rv = in[2].detach().clone();
+    Tensor y = instance_norm(in[0], rm, rv, in[3], in[4], true, 0.3, 1e-4);
+    return std::vector<Tensor>{y, rm, rv};
+  };
+  for (Shape shape : {Shape{2, 3, 5}, Shape{3, 3, 4, 2}, Shape{2, 3, 1}, Shape{0, 3, 4}}) {
+    SCOPED_TRACE(shape_str(shape));
+    Inputs in{uniform(shape, -2, 2, 81), uniform({3}, -1, 1, 82), uniform({3}, 0.5, 2, 83),
+              uniform({3}, 0.5, 1.5, 84), uniform({3}, -1, 1, 85)};
+    EXPECT_TRUE(matches_torch(torch_running, in, running));
+    EXPECT_TRUE(matches_torch("F.instance_norm(a)", {in[0]},
+                              [](const Inputs& x) { return instance_norm(x[0]); }));
+    EXPECT_TRUE(matches_torch(
+        "F.instance_norm(a, b.detach(), c.detach(), d, e, False)", in, [](const Inputs& x) {
+          return instance_norm(x[0], x[1].detach(), x[2].detach(), x[3], x[4], false);
+        }));
+  }
+  EXPECT_TRUE(matches_torch("torch.nn.InstanceNorm2d(3)(a)", {uniform({3, 4, 5}, -1, 1, 86)},
+                            [](const Inputs& x) { return nn::InstanceNorm2d(3).forward(x[0]); }));
+  EXPECT_TRUE(matches_torch(
+      "torch.nn.InstanceNorm1d(3, affine=True, track_running_stats=True)(a)",
+      {uniform({2, 3, 6}, -1, 1, 87)}, [](const Inputs& x) {
+        return nn::InstanceNorm1d(3, 1e-5, 0.1, true, true).forward(x[0]);
+      }));
+}
+
 TESSERA_SBP_CASE("batch_norm_stats", [] { return std::vector<Tensor>{uniform({4, 3, 5}, -1, 1, 51)}; });
 TESSERA_SBP_CASE(
     "batch_norm_elemt",
