@@ -49,14 +49,30 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   // Without running statistics the batch's are used in eval too, as PyTorch.
   const bool use_batch_stats = is_training() || !running_mean.defined();
-  return batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, factor, eps_);
+  if (!per_rank_ || !x.is_global()) {
+    return batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, factor, eps_);
+  }
+  // Per-rank statistics: the local shard normalised alone, the affine map
+  // applied on the global tensor so that its gradients are summed.
+  Tensor running_mean_here = running_mean.defined() ? running_mean.local_shard() : Tensor();
+  Tensor running_var_here = running_var.defined() ? running_var.local_shard() : Tensor();
+  Tensor y = batch_norm(x.to_local(), running_mean_here, running_var_here, {}, {},
+                        use_batch_stats, factor, eps_)
+                 .to_global(x.placement(), x.nd_sbp());
+  if (weight.defined()) {
+    Shape channel_shape(static_cast<size_t>(x.dim()), 1);
+    channel_shape[1] = num_features_;
+    y = y * weight.reshape(channel_shape) + bias.reshape(channel_shape);
+  }
+  return y;
 }
 
 std::string BatchNorm::extra_repr() const {
   return str_cat(num_features_, ", eps=", eps_, ", momentum=",
                  momentum_ ? str_cat(*momentum_) : std::string("None"),
                  ", affine=", weight.defined() ? "true" : "false",
-                 ", track_running_stats=", running_mean.defined() ? "true" : "false");
+                 ", track_running_stats=", running_mean.defined() ? "true" : "false",
+                 per_rank_ ? ", per_rank_statistics=true" : "");
 }
 
 }  // namespace tessera::nn

@@ -13,10 +13,21 @@ namespace tessera::nn {
 // when momentum is nullopt (PyTorch's None); in eval it uses the running
 // statistics. BatchNorm1d takes [N, C] or [N, C, L]; BatchNorm2d takes
 // [N, C, H, W]; BatchNorm3d takes [N, C, D, H, W].
+//
+// On a global input split over the batch the statistics are global by
+// default: those of the whole logical batch, as one process computes them
+// (PyTorch's SyncBatchNorm), at one all-reduce of 2C values per layer in the
+// forward and one in the backward. set_per_rank_statistics() switches to
+// what DDP does: each rank normalises with its own shard's statistics and
+// updates its own copy of the running statistics (rank 0's copy is the
+// logical value, as DDP's broadcast_buffers); weight and bias gradients are
+// still summed over the ranks.
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  void set_per_rank_statistics(bool per_rank = true) { per_rank_ = per_rank; }
+  bool per_rank_statistics() const { return per_rank_; }
 
   Tensor weight;  // ones; undefined without affine
   Tensor bias;    // zeros; undefined without affine
@@ -33,6 +44,7 @@ class BatchNorm : public Module {
   int64_t num_features_;
   double eps_;
   std::optional<double> momentum_;
+  bool per_rank_ = false;
 };
 
 class BatchNorm1d : public BatchNorm {
