@@ -1,11 +1,14 @@
-// Data-parallel training step of the MLP 784-1024-1024-10 (batch 256 over
-// all ranks, SGD with momentum), with parameters broadcast and the batch
+// Data-parallel training step, with parameters broadcast and the batch
 // split: the gradient all-reduce comes from boxing, not from DDP-style code.
-// Runs under tessera-run; rank 0 prints one JSON line with the median step
-// time (of the slowest rank) and the last loss. bench/dp_torch.py is the
-// PyTorch DDP twin.
+// Models: the MLP 784-1024-1024-10 (batch 256 over all ranks) or ResNet-8
+// (examples/models/resnet.h, batch 128 of 3x32x32; BatchNorm with global
+// statistics, or per-rank ones as DDP with --bn per-rank), SGD with
+// momentum. Runs under tessera-run; rank 0 prints one JSON line with the
+// median step time (of the slowest rank) and the last loss.
+// bench/dp_torch.py is the PyTorch DDP twin.
 //
-//   tessera-run -n 2 ./build/bench/dp_bench [--steps 30] [--warmup 5]
+//   tessera-run -n 2 ./build/bench/dp_bench [--model mlp|resnet] [--bn global|per-rank]
+//                                           [--steps 30] [--warmup 5]
 
 #include <algorithm>
 #include <chrono>
@@ -14,31 +17,54 @@
 #include <cstring>
 #include <vector>
 
+#include "examples/models/resnet.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
 
 int main(int argc, char** argv) {
   int steps = 30, warmup = 5;
+  std::string model_name = "mlp", bn = "global";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--model") == 0) model_name = argv[i + 1];
+    if (std::strcmp(argv[i], "--bn") == 0) bn = argv[i + 1];
   }
+  if ((model_name != "mlp" && model_name != "resnet") || (bn != "global" && bn != "per-rank")) {
+    std::fprintf(stderr, "dp_bench: --model is mlp or resnet, --bn global or per-rank\n");
+    return 2;
+  }
+  const bool resnet = model_name == "resnet";
   try {
     auto world = distributed::init_process_group();
     const Placement all = Placement::cpu(world->size());
     manual_seed(0);
-    auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(1024, 1024), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(1024, 10)});
+    std::shared_ptr<nn::Module> model;
+    if (resnet) {
+      model = std::make_shared<models::ResNet>();
+    } else {
+      model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+          std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
+          std::make_shared<nn::Linear>(1024, 1024), std::make_shared<nn::ReLU>(),
+          std::make_shared<nn::Linear>(1024, 10)});
+    }
     global::parallelize(*model, all, {});
+    if (bn == "per-rank") {
+      model->apply([](nn::Module& module) {
+        if (auto* norm = dynamic_cast<nn::BatchNorm*>(&module)) norm->set_per_rank_statistics();
+      });
+    }
     optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
     // Each rank's part of the batch, as data loaders would hand it out.
-    const int64_t batch = std::getenv("DP_BENCH_BATCH") ? std::atoll(std::getenv("DP_BENCH_BATCH")) : 256;
+    const int64_t batch = std::getenv("DP_BENCH_BATCH") ? std::atoll(std::getenv("DP_BENCH_BATCH"))
+                                                         : (resnet ? 128 : 256);
     const global::Range rows = global::split_range(batch, world->size(), world->rank());
     Generator gen(1 + static_cast<uint64_t>(world->rank()));
-    Tensor x = randn({rows.size, 784}, DType::f32, &gen).to_global(all, Sbp::split(0));
+    const Shape sample = resnet ? Shape{3, 32, 32} : Shape{784};
+    Shape shape{rows.size};
+    shape.insert(shape.end(), sample.begin(), sample.end());
+    Tensor x = randn(shape, DType::f32, &gen).to_global(all, Sbp::split(0));
     Tensor y = randint(0, 10, {rows.size}, DType::i64, &gen).to_global(all, Sbp::split(0));
     std::vector<double> times, forward_ms, backward_ms, update_ms;
     const bool phases = std::getenv("DP_BENCH_PHASES") != nullptr;

@@ -18,6 +18,7 @@
 
 #include "examples/models/cnn.h"
 #include "examples/models/gpt.h"
+#include "examples/models/resnet.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
@@ -61,12 +62,16 @@ Workload make(const std::string& name) {
     w.model = models::make_cnn();
     w.x = randn({128, 1, 28, 28});
     w.y = randint(0, 10, {128});
+  } else if (name == "resnet") {
+    w.model = std::make_shared<models::ResNet>();
+    w.x = randn({128, 3, 32, 32});
+    w.y = randint(0, 10, {128});
   } else if (name == "gpt") {
     w.model = std::make_shared<models::GPT>(models::GPTConfig{});
     w.x = randint(0, 256, {16, 128});
     w.y = randint(0, 256, {16, 128});
   } else {
-    std::fprintf(stderr, "unknown model '%s' (mlp, cnn or gpt)\n", name.c_str());
+    std::fprintf(stderr, "unknown model '%s' (mlp, cnn, resnet or gpt)\n", name.c_str());
     std::exit(2);
   }
   if (name == "gpt") {
@@ -87,7 +92,7 @@ Workload make(const std::string& name) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s mlp|cnn|gpt [--steps N] [--rounds R] [--threads T]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s mlp|cnn|resnet|gpt [--steps N] [--rounds R] [--threads T]\n", argv[0]);
     return 2;
   }
   const std::string name = argv[1];

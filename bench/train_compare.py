@@ -4,7 +4,8 @@
 Workloads (issue 3): (a) MLP 784-1024-1024-10, batch 256, SGD with momentum;
 (b) CNN conv32-pool-conv64-pool-fc128-fc10, batch 128, SGD with momentum;
 (c) GPT (vocab 256, context 128, d_model 256, 4 heads, 4 layers, MLP 4x,
-GELU, LayerNorm), batch 16, AdamW. Every (framework, model, setting) runs in
+GELU, LayerNorm), batch 16, AdamW; (d) ResNet-8 (BasicBlocks with BatchNorm,
+examples/models/resnet.h), batch 128 of 3x32x32, SGD with momentum. Every (framework, model, setting) runs in
 a fresh process, alternating frameworks, --repetitions times; each process
 reports its median step time and its peak resident memory. We print medians.
 
@@ -21,7 +22,7 @@ Memory = Tessera peak RSS / PyTorch peak RSS (below 1: Tessera uses less);
 "growth" is the peak minus the resident size before the model was built,
 which leaves out the size of each framework's libraries.
 
-Usage: python3 bench/train_compare.py [--models mlp,cnn,gpt] [--repetitions 3]
+Usage: python3 bench/train_compare.py [--models mlp,cnn,gpt,resnet] [--repetitions 3]
 """
 import argparse
 import glob
@@ -60,7 +61,7 @@ def run(command, env):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default="mlp,cnn,gpt")
+    parser.add_argument("--models", default="mlp,cnn,gpt,resnet")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)

@@ -7,7 +7,7 @@ figures (peak resident set size of the process, and its growth over the
 resident size before the model was built).
 
 Usage: python3 bench/train_torch.py MODEL [--steps N] [--rounds R] [--threads T]
-MODEL is mlp, cnn or gpt.
+MODEL is mlp, cnn, resnet or gpt.
 """
 import argparse
 import json
@@ -42,6 +42,57 @@ def cnn():
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
     x = torch.randn(128, 1, 28, 28)
+    y = torch.randint(0, 10, (128,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return model, x, y, optimizer, nn.CrossEntropyLoss()
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, in_channels, channels, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.downsample = None
+        if stride != 1 or in_channels != channels:
+            self.downsample = nn.Sequential(nn.Conv2d(in_channels, channels, 1, stride, bias=False),
+                                            nn.BatchNorm2d(channels))
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        identity = self.downsample(x) if self.downsample is not None else x
+        return torch.relu(out + identity)
+
+
+class ResNet(nn.Module):
+    """examples/models/resnet.h: stem, three stages of BasicBlocks (16, 32, 64), pool, fc."""
+
+    def __init__(self, blocks_per_stage=1, num_classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        stages, in_channels = [], 16
+        for stage, width in enumerate((16, 32, 64)):
+            blocks = []
+            for block in range(blocks_per_stage):
+                blocks.append(BasicBlock(in_channels, width, 2 if stage > 0 and block == 0 else 1))
+                in_channels = width
+            stages.append(nn.Sequential(*blocks))
+        self.layer1, self.layer2, self.layer3 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        h = self.layer3(self.layer2(self.layer1(h)))
+        return self.fc(torch.flatten(self.avgpool(h), 1))
+
+
+def resnet():
+    model = ResNet()
+    x = torch.randn(128, 3, 32, 32)
     y = torch.randint(0, 10, (128,))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     return model, x, y, optimizer, nn.CrossEntropyLoss()
@@ -85,7 +136,7 @@ def gpt():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("model", choices=["mlp", "cnn", "gpt"])
+    parser.add_argument("model", choices=["mlp", "cnn", "resnet", "gpt"])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0)
@@ -94,7 +145,7 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rss_before = rss_bytes()
-    model, x, y, optimizer, loss_fn = {"mlp": mlp, "cnn": cnn, "gpt": gpt}[args.model]()
+    model, x, y, optimizer, loss_fn = {"mlp": mlp, "cnn": cnn, "resnet": resnet, "gpt": gpt}[args.model]()
 
     def step():
         optimizer.zero_grad(set_to_none=True)

@@ -110,6 +110,12 @@ TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   EXPECT_HAS(job.output, "GPT tensor parallel");
 }
 
+TEST_P(GlobalJobTest, BatchNormGlobalStatisticsEqualOneProcessPerRankEqualDdp) {
+  Job job = run_workers(GetParam(), "batch_norm");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "batch norm checks passed");
+}
+
 TEST(GlobalOverlapTest, GradientsReducedOnTheCommunicationThreadTrackToo) {
   Job job = run_workers(2, "train", "TESSERA_OVERLAP_GRADIENTS=1");
   EXPECT_EQ(job.status, 0) << job.output;

@@ -498,6 +498,80 @@ void run_train(int n) {
   }
 }
 
+// BatchNorm2d over a batch split on the ranks (7 rows: uneven over 2, 3 and 4
+// ranks), two training steps and one in eval. Global statistics give one
+// process's outputs, gradients and running statistics; per-rank statistics
+// give, on each rank, what its shard alone gives (DDP's semantics), with the
+// parameter gradients summed over the ranks.
+void run_batch_norm(int n) {
+  const Placement all = Placement::cpu(n);
+  Generator gen(31);
+  Tensor x = randn({7, 3, 4, 5}, DType::f32, &gen);
+  Tensor g = randn({7, 3, 4, 5}, DType::f32, &gen);
+  auto make = [] {
+    auto bn = std::make_shared<nn::BatchNorm2d>(3);
+    NoGradGuard no_grad;
+    Generator init(8);
+    bn->weight.copy_(add(rand({3}, DType::f32, &init), 0.5));
+    bn->bias.copy_(randn({3}, DType::f32, &init));
+    return bn;
+  };
+  const Layout split{"split", all, {}, 0, -1};
+  auto whole = [](const Tensor& t) {
+    return t.is_global() ? t.to_global(t.placement(), NdSbp::broadcast(t.placement().ndim())).to_local()
+                         : t;
+  };
+  auto check = [&](const Tensor& got, const Tensor& want, const std::string& what) {
+    auto result = tessera::testing::all_close(whole(got), want, 1e-4, 1e-5);
+    CHECK_WORKER(result, "BatchNorm ", what, " on ", n, " ranks: ", result.message());
+  };
+  for (bool per_rank : {false, true}) {
+    auto one = make();
+    auto dp = make();
+    global::parallelize(*dp, all, {});
+    dp->set_per_rank_statistics(per_rank);
+    const std::string mode = per_rank ? "per-rank " : "global ";
+    // The reference: one process over the whole batch, or over this rank's rows.
+    const global::Range rows = global::split_range(7, n, g_rank);
+    Tensor x_ref = per_rank ? x.narrow(0, rows.start, rows.size).contiguous() : x;
+    Tensor g_ref = per_rank ? g.narrow(0, rows.start, rows.size).contiguous() : g;
+    for (int step = 0; step < 3; ++step) {
+      if (step == 2) {
+        one->eval();
+        dp->eval();
+      }
+      Tensor leaf = x_ref.clone().set_requires_grad();
+      Tensor y_ref = one->forward(leaf);
+      one->weight.set_grad(Tensor());
+      one->bias.set_grad(Tensor());
+      sum(mul(y_ref, g_ref)).backward();
+      Tensor x_global = batch_on(x, split).detach().set_requires_grad();
+      Tensor y = dp->forward(x_global);
+      dp->weight.set_grad(Tensor());
+      dp->bias.set_grad(Tensor());
+      sum(mul(y, batch_on(g, split))).backward();
+      const std::string at = mode + "step " + std::to_string(step);
+      if (per_rank) {
+        check(y.to_local(), y_ref, at + " output");
+        check(x_global.grad().to_local(), leaf.grad(), at + " input gradient");
+        check(dp->running_mean.local_shard(), one->running_mean, at + " running_mean");
+        check(dp->running_var.local_shard(), one->running_var, at + " running_var");
+        // The parameter gradients: the sum of every rank's.
+        Tensor summed = one->weight.grad().to_global(all, Sbp::partial_sum());
+        check(dp->weight.grad(), whole(summed), at + " weight gradient");
+      } else {
+        check(y, y_ref, at + " output");
+        check(x_global.grad(), leaf.grad(), at + " input gradient");
+        check(dp->running_mean, one->running_mean, at + " running_mean");
+        check(dp->running_var, one->running_var, at + " running_var");
+        check(dp->weight.grad(), one->weight.grad(), at + " weight gradient");
+        check(dp->bias.grad(), one->bias.grad(), at + " bias gradient");
+      }
+    }
+  }
+  if (g_rank == 0) std::printf("batch norm checks passed\n");
+}
+
 std::shared_ptr<nn::Sequential> checkpoint_mlp() {
   return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Linear>(6, 10), std::make_shared<nn::GELU>(),
@@ -576,6 +650,8 @@ int main(int argc, char** argv) {
       if (g_rank == 0) std::printf("loss %g\n", static_cast<double>(loss.item<float>()));
       Tensor next = add(loss, loss);
       (void)next;
+    } else if (mode == "batch_norm") {
+      run_batch_norm(n);
     } else if (mode == "train") {
       run_train(n);
     } else if (mode == "errors") {

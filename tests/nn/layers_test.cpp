@@ -99,7 +99,7 @@ TEST(Conv2d, ShapesAndErrors) {
 
 TEST(BatchNorm, TrainingUsesBatchStatsAndUpdatesRunningStats) {
   nn::BatchNorm1d norm(2, 1e-5, /*momentum=*/0.5);
-  Tensor x = make({1, 10, 2, 20, 3, 30, 6, 40}, {4, 2});
+  Tensor x = make({1, 10, 2, 20, 3, 30, 6, 40}, {4, 2}, DType::f32);
   Tensor y = norm(x);
   // Column 0: values 1 2 3 6, mean 3, biased var 3.5, unbiased 14/3.
   const double s0 = std::sqrt(3.5 + 1e-5);
@@ -109,13 +109,13 @@ TEST(BatchNorm, TrainingUsesBatchStatsAndUpdatesRunningStats) {
                         1e-5, 1e-5));
   EXPECT_EQ(norm.num_batches_tracked.item<int64_t>(), 1);
   norm.eval();
-  Tensor z = norm(make({3, 25}, {1, 2}));
+  Tensor z = norm(make({3, 25}, {1, 2}, DType::f32));
   EXPECT_TRUE(all_close(z, {(3 - 1.5) / std::sqrt(norm.running_var.to_vector<double>()[0] + 1e-5),
                             (25 - 12.5) / std::sqrt(norm.running_var.to_vector<double>()[1] + 1e-5)},
                         1e-5, 1e-6));
   EXPECT_EQ(norm.num_batches_tracked.item<int64_t>(), 1);  // eval does not count
   norm.train();
-  EXPECT_HAS(error_of([&] { norm(randn({1, 2})); }), "more than one value per channel");
+  EXPECT_HAS(error_of([&] { norm(randn({1, 2})); }), "more than 1 value per channel");
   EXPECT_HAS(error_of([&] { norm(randn({4, 3})); }), "C = 2");
   nn::BatchNorm2d norm2d(3);
   EXPECT_HAS(error_of([&] { norm2d(randn({4, 3})); }), "[BatchNorm2d]");

@@ -151,6 +151,15 @@ const std::map<std::string, Family>& families() {
          const int64_t channels = x.dim() >= 3 ? x.size(-3) : 1;
          return conv2d(x, ones({1, channels, 1, 1}, DType::f64));
        }},
+      {"batch_norm",
+       [](const Tensor& x, const Args&) { return batch_norm(x, {}, {}, {}, {}, true); }},
+      {"batch_norm_eval",
+       [](const Tensor& x, const Args&) {
+         const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+         Tensor weight = full({channels}, 2.0, DType::f64);
+         return batch_norm(x, zeros({channels}, DType::f64), ones({channels}, DType::f64), weight,
+                           weight);
+       }},
   };
   return table;
 }
@@ -237,7 +246,8 @@ std::vector<Case> all_cases() {
     if (ndim >= 1) add("layer_norm", {1});
     for (const char* family : {"sin", "cos", "erf", "sqrt", "rsqrt", "log", "pow", "div", "sub",
                                "minimum", "logical", "compare", "cast", "dropout", "embedding",
-                               "cross_entropy", "max_pool2d", "avg_pool2d", "conv2d"}) {
+                               "cross_entropy", "max_pool2d", "avg_pool2d", "conv2d",
+                               "batch_norm", "batch_norm_eval"}) {
       add(family, {});
     }
     for (int64_t d : dims_to_try(ndim)) {
@@ -443,6 +453,8 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       // losses and functional layers (issue 11)
 
       // normalisation (issue 11)
+      "batch_norm_stats", "batch_norm_elemt", "batch_norm_backward_reduce",
+      "batch_norm_backward_elemt", "batch_norm_update_stats",
 
       // Tensor API (issue 11)
 

@@ -127,7 +127,23 @@ FAMILIES = {
     "avg_pool2d": lambda x, a: torch.nn.functional.avg_pool2d(x, 1),
     "conv2d": lambda x, a: torch.nn.functional.conv2d(
         x, torch.ones(1, x.shape[-3] if x.dim() >= 3 else 1, 1, 1, dtype=torch.float64)),
+    "batch_norm": lambda x, a: torch.nn.functional.batch_norm(x, None, None, training=True),
+    "batch_norm_eval": lambda x, a: torch.nn.functional.batch_norm(
+        x, *batch_norm_stats(x), weight=batch_norm_param(x), bias=batch_norm_param(x)),
 }
+
+
+def batch_norm_channels(x):
+    return x.shape[1] if x.dim() >= 2 else 1
+
+
+def batch_norm_stats(x):
+    channels = batch_norm_channels(x)
+    return (torch.zeros(channels, dtype=torch.float64), torch.ones(channels, dtype=torch.float64))
+
+
+def batch_norm_param(x):
+    return torch.full((batch_norm_channels(x),), 2.0, dtype=torch.float64)
 
 
 def index_source(x, dim):
