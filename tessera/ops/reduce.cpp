@@ -10,7 +10,9 @@
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/index.h"
 #include "tessera/ops/op.h"
+#include "tessera/ops/scan.h"
 
 namespace tessera {
 
@@ -242,6 +244,108 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   }
   Tensor reduced = dims.empty() ? x : sum(x, dims, true);
   return reduced.reshape(shape);
+}
+
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) { return max(x, dims, keepdim); }
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) { return min(x, dims, keepdim); }
+
+namespace {
+
+std::tuple<Tensor, Tensor> extremum_along(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
+  const char* op = is_max ? "max" : "min";
+  TESSERA_CHECK(x.defined(), "[", op, "] got an undefined tensor");
+  const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  TESSERA_CHECK(x.dim() == 0 || x.size(d) > 0, "[", op, "] cannot reduce dim ", dim,
+                " of size 0 (shape ", shape_str(x.shape()), "): it has no extremum");
+  if (x.dim() == 0) return {x.reshape({}), zeros({}, DType::i64)};
+  Tensor indices = is_max ? argmax(x, d, true) : argmin(x, d, true);
+  // Gathering at the index sends the gradient to that one position.
+  Tensor values = gather(x, d, indices);
+  if (!keepdim) return {values.squeeze(d), indices.squeeze(d)};
+  return {values, indices};
+}
+
+Tensor as_accumulated(const Tensor& x, std::optional<DType> dtype) {
+  if (dtype) return x.dtype() == *dtype ? x : cast(x, *dtype);
+  return is_floating(x.dtype()) ? x : cast(x, DType::i64);
+}
+
+// Whether each entry is nonzero (NaN included), as bool.
+Tensor nonzero_mask(const Tensor& x, const char* op) {
+  TESSERA_CHECK(x.defined(), "[", op, "] got an undefined tensor");
+  return x.dtype() == DType::boolean ? x : ne(x, 0);
+}
+
+Tensor logical_result(const Tensor& x, const Tensor& result) {
+  return x.dtype() == DType::u8 ? cast(result, DType::u8) : result;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return extremum_along(x, dim, keepdim, true);
+}
+
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return extremum_along(x, dim, keepdim, false);
+}
+
+Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  TESSERA_CHECK(x.defined(), "[prod] got an undefined tensor");
+  return prod(x.reshape({-1}), 0, false, dtype);
+}
+
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  TESSERA_CHECK(x.defined(), "[prod] got an undefined tensor");
+  const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), "prod");
+  Tensor input = as_accumulated(x, dtype);
+  if (x.dim() == 0) return cumprod(input, 0);
+  const int64_t n = x.size(d);
+  if (n == 0) {
+    Shape shape = x.shape();
+    shape[d] = 1;
+    Tensor unit = ones(shape, input.dtype());
+    return keepdim ? unit : unit.squeeze(d);
+  }
+  // The last running product: cumprod's gradient is exact with zeros.
+  Tensor last = cumprod(input, d).narrow(d, n - 1, 1);
+  return keepdim ? last : last.squeeze(d);
+}
+
+Tensor all(const Tensor& x) {
+  Tensor zero_count = sum(logical_not(nonzero_mask(x, "all")));
+  return logical_result(x, eq(zero_count, 0));
+}
+
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), "all");
+  Tensor mask = logical_not(nonzero_mask(x, "all"));
+  Dims dims = x.dim() == 0 ? Dims{} : Dims{d};
+  return logical_result(x, eq(sum(mask, dims, keepdim), 0));
+}
+
+Tensor any(const Tensor& x) {
+  return logical_result(x, gt(sum(nonzero_mask(x, "any")), 0));
+}
+
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), "any");
+  Dims dims = x.dim() == 0 ? Dims{} : Dims{d};
+  return logical_result(x, gt(sum(nonzero_mask(x, "any"), dims, keepdim), 0));
+}
+
+Tensor count_nonzero(const Tensor& x, const Dims& dims) {
+  return sum(nonzero_mask(x, "count_nonzero"), dims);
+}
+
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, int64_t correction,
+                                    bool keepdim) {
+  return {var(x, dims, correction, keepdim), mean(x, dims, keepdim)};
+}
+
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, int64_t correction,
+                                    bool keepdim) {
+  return {tessera::std(x, dims, correction, keepdim), mean(x, dims, keepdim)};
 }
 
 }  // namespace tessera

@@ -75,7 +75,7 @@ TEST(Reduce, IntegerAndBoolSumsGiveI64) {
   EXPECT_TRUE(all_close(sum(i, {0}), {4, 6}));
   Tensor b = gt(make({1, -1, 2}), 0);
   EXPECT_EQ(sum(b).item<int64_t>(), 2);
-  EXPECT_TRUE(all_close(max(i, {1}), {2, 4}));
+  EXPECT_TRUE(all_close(amax(i, {1}), {2, 4}));
 }
 
 TEST(Reduce, MeanVarStdAgainstLoops) {
@@ -197,8 +197,8 @@ TEST(ZeroDimReductions, ExplicitDimReturnsTheValue) {
       EXPECT_EQ(sum(x, {dim}, keepdim).shape(), Shape{});
       EXPECT_TRUE(all_close(sum(x, {dim}, keepdim), {2.5}));
       EXPECT_TRUE(all_close(mean(x, {dim}, keepdim), {2.5}));
-      EXPECT_TRUE(all_close(max(x, {dim}, keepdim), {2.5}));
-      EXPECT_TRUE(all_close(min(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(amax(x, {dim}, keepdim), {2.5}));
+      EXPECT_TRUE(all_close(amin(x, {dim}, keepdim), {2.5}));
       EXPECT_TRUE(all_close(logsumexp(x, {dim}, keepdim), {2.5}));
       EXPECT_TRUE(all_close(var(x, {dim}, 1, keepdim), {std::nan("")}));
       EXPECT_EQ(argmax(x, dim, keepdim).item<int64_t>(), 0);
@@ -208,7 +208,7 @@ TEST(ZeroDimReductions, ExplicitDimReturnsTheValue) {
   }
   EXPECT_HAS(error_of([&] { sum(x, {1}); }), "[sum] dim 1 is out of range");
   Tensor leaf = make({2.5}).set_requires_grad(true);
-  max(leaf, {0}).backward();
+  amax(leaf, {0}).backward();
   EXPECT_TRUE(all_close(leaf.grad(), {1.0}));
 }
 

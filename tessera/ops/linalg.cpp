@@ -1,0 +1,226 @@
+// Linear algebra composed of matmul, views and indexing (see linalg.h).
+
+#include "tessera/ops/linalg.h"
+
+#include <algorithm>
+
+#include "tessera/ops/concat.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/index.h"
+#include "tessera/ops/matmul.h"
+#include "tessera/ops/pad.h"
+#include "tessera/ops/reduce.h"
+
+namespace tessera {
+
+namespace {
+
+void check_operands(const char* op, const Tensor& a, int64_t a_dims, const Tensor& b,
+                    int64_t b_dims) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[", op, "] got an undefined tensor");
+  TESSERA_CHECK(a.dim() == a_dims && b.dim() == b_dims, "[", op, "] expects ", a_dims, "-D and ",
+                b_dims, "-D tensors, got shapes ", shape_str(a.shape()), " and ",
+                shape_str(b.shape()));
+  TESSERA_CHECK(a.dtype() == b.dtype(), "[", op, "] expects tensors of one dtype, got ",
+                dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+}
+
+// beta * input + alpha * product, as the add* ops define it.
+Tensor scaled_sum(const char* op, const Tensor& input, const Tensor& product, Scalar beta,
+                  Scalar alpha) {
+  TESSERA_CHECK(input.defined(), "[", op, "] got an undefined input");
+  const Shape shape = broadcast_shapes(input.shape(), product.shape(), op);
+  TESSERA_CHECK(shape == product.shape(), "[", op, "] input of shape ", shape_str(input.shape()),
+                " does not broadcast to the product's shape ", shape_str(product.shape()));
+  Tensor scaled = alpha.to_double() == 1.0 ? product : mul(product, alpha);
+  if (beta.to_double() == 0.0) return scaled;
+  Tensor base = beta.to_double() == 1.0 ? input : mul(input, beta);
+  return add(base, scaled);
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_operands("mm", a, 2, b, 2);
+  return matmul(a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_operands("bmm", a, 3, b, 3);
+  TESSERA_CHECK(a.size(0) == b.size(0), "[bmm] batch sizes differ: ", shape_str(a.shape()),
+                " and ", shape_str(b.shape()));
+  return matmul(a, b);
+}
+
+Tensor mv(const Tensor& a, const Tensor& v) {
+  check_operands("mv", a, 2, v, 1);
+  return matmul(a, v);
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  check_operands("dot", a, 1, b, 1);
+  TESSERA_CHECK(a.size(0) == b.size(0), "[dot] expects tensors of one length, got ",
+                a.size(0), " and ", b.size(0));
+  return sum(mul(a, b));
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[outer] got an undefined tensor");
+  TESSERA_CHECK(a.dim() == 1 && b.dim() == 1, "[outer] expects 1-D tensors, got shapes ",
+                shape_str(a.shape()), " and ", shape_str(b.shape()));
+  return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  return scaled_sum("addmm", input, mm(m1, m2), beta, alpha);
+}
+
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
+             Scalar alpha) {
+  return scaled_sum("addmv", input, mv(mat, vec), beta, alpha);
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta,
+               Scalar alpha) {
+  return scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha);
+}
+
+Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta,
+              Scalar alpha) {
+  return scaled_sum("addbmm", input, sum(bmm(batch1, batch2), {0}), beta, alpha);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[tensordot] got an undefined tensor");
+  TESSERA_CHECK(dims >= 0 && dims <= std::min(a.dim(), b.dim()), "[tensordot] dims = ", dims,
+                " must be in [0, ", std::min(a.dim(), b.dim()), "] for shapes ",
+                shape_str(a.shape()), " and ", shape_str(b.shape()));
+  std::vector<int64_t> dims_a, dims_b;
+  for (int64_t i = 0; i < dims; ++i) {
+    dims_a.push_back(a.dim() - dims + i);
+    dims_b.push_back(i);
+  }
+  return tensordot(a, b, dims_a, dims_b);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int64_t>& dims_a,
+                 const std::vector<int64_t>& dims_b) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[tensordot] got an undefined tensor");
+  TESSERA_CHECK(dims_a.size() == dims_b.size(), "[tensordot] dims_a ", shape_str(dims_a),
+                " and dims_b ", shape_str(dims_b), " must have the same length");
+  std::vector<bool> contracted_a(static_cast<size_t>(a.dim()), false);
+  std::vector<bool> contracted_b(static_cast<size_t>(b.dim()), false);
+  std::vector<int64_t> order_a, order_b;
+  int64_t k = 1;
+  for (size_t i = 0; i < dims_a.size(); ++i) {
+    const int64_t da = normalize_dim(dims_a[i], a.dim(), "tensordot");
+    const int64_t db = normalize_dim(dims_b[i], b.dim(), "tensordot");
+    TESSERA_CHECK(!contracted_a[da] && !contracted_b[db], "[tensordot] a dim is contracted twice");
+    TESSERA_CHECK(a.size(da) == b.size(db), "[tensordot] contracted dims differ in size: dim ",
+                  dims_a[i], " of ", shape_str(a.shape()), " and dim ", dims_b[i], " of ",
+                  shape_str(b.shape()));
+    contracted_a[da] = contracted_b[db] = true;
+    k *= a.size(da);
+  }
+  Shape out;
+  std::vector<int64_t> free_a, free_b;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (contracted_a[d]) continue;
+    free_a.push_back(d);
+    out.push_back(a.size(d));
+    rows *= a.size(d);
+  }
+  for (int64_t d = 0; d < b.dim(); ++d) {
+    if (contracted_b[d]) continue;
+    free_b.push_back(d);
+    out.push_back(b.size(d));
+    cols *= b.size(d);
+  }
+  order_a = free_a;
+  for (int64_t d : dims_a) order_a.push_back(normalize_dim(d, a.dim(), "tensordot"));
+  for (int64_t d : dims_b) order_b.push_back(normalize_dim(d, b.dim(), "tensordot"));
+  order_b.insert(order_b.end(), free_b.begin(), free_b.end());
+  Tensor left = (a.dim() ? a.permute(order_a) : a).reshape({rows, k});
+  Tensor right = (b.dim() ? b.permute(order_b) : b).reshape({k, cols});
+  return matmul(left, right).reshape(out);
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  TESSERA_CHECK(x.defined(), "[diagonal] got an undefined tensor");
+  TESSERA_CHECK(x.dim() >= 2, "[diagonal] needs at least 2 dims, got shape ",
+                shape_str(x.shape()));
+  const int64_t d1 = normalize_dim(dim1, x.dim(), "diagonal");
+  const int64_t d2 = normalize_dim(dim2, x.dim(), "diagonal");
+  TESSERA_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ, both are ", d1);
+  // The two dims last, rows then columns, flattened into one.
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != d1 && d != d2) order.push_back(d);
+  }
+  Shape batch;
+  for (int64_t d : order) batch.push_back(x.size(d));
+  order.push_back(d1);
+  order.push_back(d2);
+  const int64_t rows = x.size(d1), cols = x.size(d2);
+  const int64_t length =
+      std::max<int64_t>(0, offset >= 0 ? std::min(rows, cols - offset) : std::min(rows + offset, cols));
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < length; ++i) {
+    positions.push_back(offset >= 0 ? i * cols + i + offset : (i - offset) * cols + i);
+  }
+  Shape flat = batch;
+  flat.push_back(rows * cols);
+  Tensor planes = x.permute(order).reshape(flat);
+  Tensor index = Tensor::from_vector<int64_t>(positions, {length});
+  return index_select(planes, static_cast<int64_t>(batch.size()), index);
+}
+
+Tensor diag(const Tensor& x, int64_t diagonal_index) {
+  TESSERA_CHECK(x.defined(), "[diag] got an undefined tensor");
+  TESSERA_CHECK(x.dim() == 1 || x.dim() == 2, "[diag] expects a 1-D or 2-D tensor, got shape ",
+                shape_str(x.shape()));
+  if (x.dim() == 2) return diagonal(x, diagonal_index, 0, 1);
+  const int64_t n = x.size(0);
+  const int64_t k = diagonal_index;
+  Tensor square = mul(eye(n, n, x.dtype()), x.unsqueeze(0));
+  if (k == 0) return square;
+  const int64_t s = k > 0 ? k : -k;
+  // pads: (left, right) of the columns, then (top, bottom) of the rows.
+  return k > 0 ? pad(square, {s, 0, 0, s}) : pad(square, {0, s, s, 0});
+}
+
+Tensor trace(const Tensor& x) {
+  TESSERA_CHECK(x.defined(), "[trace] got an undefined tensor");
+  TESSERA_CHECK(x.dim() == 2, "[trace] expects a matrix, got shape ", shape_str(x.shape()));
+  return sum(diagonal(x));
+}
+
+Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[cross] got an undefined tensor");
+  TESSERA_CHECK(a.dim() == b.dim(), "[cross] expects tensors with the same number of dims, got ",
+                shape_str(a.shape()), " and ", shape_str(b.shape()));
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), "cross");
+  const int64_t d = normalize_dim(dim, static_cast<int64_t>(shape.size()), "cross");
+  TESSERA_CHECK(shape[d] == 3, "[cross] dim ", dim, " must have size 3, got shape ",
+                shape_str(shape));
+  Tensor x = a.expand(shape), y = b.expand(shape);
+  auto part = [d](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
+  Tensor c0 = sub(mul(part(x, 1), part(y, 2)), mul(part(x, 2), part(y, 1)));
+  Tensor c1 = sub(mul(part(x, 2), part(y, 0)), mul(part(x, 0), part(y, 2)));
+  Tensor c2 = sub(mul(part(x, 0), part(y, 1)), mul(part(x, 1), part(y, 0)));
+  return cat({c0, c1, c2}, d);
+}
+
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[cross] got an undefined tensor");
+  if (dim) return linalg_cross(a, b, *dim);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), "cross");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 3) return linalg_cross(a, b, static_cast<int64_t>(d));
+  }
+  TESSERA_FAIL("[cross] no dim of size 3 in shape ", shape_str(shape), "; pass dim");
+}
+
+}  // namespace tessera

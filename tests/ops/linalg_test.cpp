@@ -1,0 +1,72 @@
+// mm, bmm, mv, dot, outer, addmm, addmv, baddbmm, addbmm, tensordot, diag,
+// diagonal, trace, cross: hand values and PyTorch in the same run (values
+// and gradients, empty and non-contiguous inputs).
+
+#include "testing.h"
+#include "torch_check.h"
+
+namespace tessera::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+TEST(Linalg, HandValues) {
+  Tensor m = make({1, 2, 3, 4}, {2, 2});
+  EXPECT_TRUE(all_close(mv(m, make({1, 1}, {2})), {3, 7}));
+  EXPECT_TRUE(all_close(dot(make({1, 2, 3}, {3}), make({4, 5, 6}, {3})), {32}));
+  EXPECT_TRUE(all_close(trace(m), {5}));
+  EXPECT_TRUE(all_close(diag(make({1, 2}, {2}), 1), {0, 1, 0, 0, 0, 2, 0, 0, 0}));
+  EXPECT_TRUE(all_close(diagonal(m, -1), {3}));
+  EXPECT_TRUE(all_close(cross(make({1, 0, 0}, {3}), make({0, 1, 0}, {3})), {0, 0, 1}));
+  EXPECT_TRUE(all_close(addmm(make({10.0}), m, m, 0.5, 2), {19, 25, 35, 49}));
+}
+
+TEST(LinalgTorch, Products) {
+  EXPECT_TRUE(sweep_torch("torch.mm(a, b)", {{{3, 4}, {4, 5}}, {{0, 4}, {4, 2}}, {{3, 0}, {0, 2}}},
+                          [](const V& x) { return mm(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.bmm(a, b)", {{{2, 3, 4}, {2, 4, 5}}, {{0, 3, 4}, {0, 4, 5}}},
+                          [](const V& x) { return bmm(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.mv(a, b)", {{{3, 4}, {4}}, {{0, 4}, {4}}},
+                          [](const V& x) { return mv(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.dot(a, b)", {{{4}, {4}}, {{0}, {0}}, {{3}, {4}}},
+                          [](const V& x) { return dot(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.outer(a, b)", {{{4}, {3}}, {{0}, {3}}},
+                          [](const V& x) { return outer(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.addmm(a, b, c, beta=0.5, alpha=2)",
+                          {{{3, 5}, {3, 4}, {4, 5}}, {{5}, {3, 4}, {4, 5}}, {{}, {2, 0}, {0, 3}}},
+                          [](const V& x) { return addmm(x[0], x[1], x[2], 0.5, 2); }));
+  EXPECT_TRUE(sweep_torch("torch.addmv(a, b, c)", {{{3}, {3, 4}, {4}}},
+                          [](const V& x) { return addmv(x[0], x[1], x[2]); }));
+  EXPECT_TRUE(sweep_torch("torch.baddbmm(a, b, c, beta=0, alpha=-1)",
+                          {{{2, 3, 5}, {2, 3, 4}, {2, 4, 5}}},
+                          [](const V& x) { return baddbmm(x[0], x[1], x[2], 0, -1); }));
+  EXPECT_TRUE(sweep_torch("torch.addbmm(a, b, c)", {{{3, 5}, {2, 3, 4}, {2, 4, 5}}},
+                          [](const V& x) { return addbmm(x[0], x[1], x[2]); }));
+  EXPECT_TRUE(sweep_torch("torch.tensordot(a, b, 2)", {{{2, 3, 4}, {3, 4, 5}}, {{3, 4}, {3, 4}}},
+                          [](const V& x) { return tensordot(x[0], x[1], 2); }));
+  EXPECT_TRUE(sweep_torch("torch.tensordot(a, b, ([0, 2], [2, 0]))", {{{2, 3, 4}, {4, 5, 2}}},
+                          [](const V& x) { return tensordot(x[0], x[1], {0, 2}, {2, 0}); }));
+  EXPECT_TRUE(sweep_torch("torch.tensordot(a, b, 0)", {{{2}, {3}}},
+                          [](const V& x) { return tensordot(x[0], x[1], 0); }));
+}
+
+TEST(LinalgTorch, DiagonalsAndCross) {
+  for (int64_t k : {-2, -1, 0, 1, 3}) {
+    EXPECT_TRUE(sweep_torch("torch.diag(a, " + std::to_string(k) + ")", {{{3}}, {{3, 4}}, {{0}}},
+                            [k](const V& x) { return diag(x[0], k); }));
+    EXPECT_TRUE(sweep_torch("torch.diagonal(a, " + std::to_string(k) + ", 0, -1)",
+                            {{{3, 4}}, {{2, 3, 4}}, {{0, 3}}},
+                            [k](const V& x) { return diagonal(x[0], k, 0, -1); }));
+  }
+  EXPECT_TRUE(sweep_torch("torch.diagonal(a, 1, 2, 1)", {{{2, 3, 4}}},
+                          [](const V& x) { return diagonal(x[0], 1, 2, 1); }));
+  EXPECT_TRUE(sweep_torch("torch.trace(a)", {{{3, 4}}, {{0, 0}}, {{3}}},
+                          [](const V& x) { return trace(x[0]); }));
+  EXPECT_TRUE(sweep_torch("torch.cross(a, b)", {{{4, 3}, {4, 3}}, {{3, 2}, {3, 1}}},
+                          [](const V& x) { return cross(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("torch.linalg.cross(a, b)", {{{4, 3}, {1, 3}}, {{4, 2}, {4, 2}}},
+                          [](const V& x) { return linalg_cross(x[0], x[1]); }));
+}
+
+}  // namespace
+}  // namespace tessera::testing
