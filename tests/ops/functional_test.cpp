@@ -1,0 +1,81 @@
+// normalize, cosine_similarity, pairwise_distance and one_hot against
+// PyTorch and hand values.
+
+#include <cmath>
+#include <string>
+
+#include "testing.h"
+#include "torch_check.h"
+
+namespace tessera::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+TEST(Functional, HandValues) {
+  EXPECT_TRUE(all_close(normalize(make({3.0, 4.0}), 2.0, 0), {0.6, 0.8}, 1e-12, 0));
+  EXPECT_TRUE(all_close(cosine_similarity(make({1.0, 0.0}, {1, 2}), make({1.0, 1.0}, {1, 2})),
+                        {std::sqrt(0.5)}, 1e-12, 0));
+  EXPECT_TRUE(
+      all_close(pairwise_distance(make({0.0, 0.0}, {1, 2}), make({3.0, 4.0}, {1, 2}), 2.0, 0.0),
+                {5.0}, 1e-12, 0));
+  Tensor hot = one_hot(tensor<int64_t>({2, 0}));
+  EXPECT_EQ(hot.dtype(), DType::i64);
+  EXPECT_EQ(hot.shape(), (Shape{2, 3}));
+  EXPECT_EQ(hot.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1, 0, 0}));
+}
+
+TEST(FunctionalTorch, Normalize) {
+  for (const char* p : {"2.0", "1.0", "3.0", "inf", "0.5"}) {
+    const double pv = std::stod(std::string(p) == "inf" ? "inf" : p);
+    EXPECT_TRUE(sweep_torch(std::string("F.normalize(a, p=") + p + ")",
+                            {{{3, 4}}, {{2, 3, 4}}, {{0, 3}}},
+                            [pv](const V& x) { return normalize(x[0], pv); }));
+    EXPECT_TRUE(sweep_torch(std::string("F.normalize(a, p=") + p + ", dim=-1, eps=0.1)",
+                            {{{3, 4}}, {{5}}, {{2, 0}}},
+                            [pv](const V& x) { return normalize(x[0], pv, -1, 0.1); }));
+  }
+  EXPECT_TRUE(
+      matches_torch("F.normalize(a)", {uniform({4})}, [](const V& x) { return normalize(x[0]); }));
+}
+
+TEST(FunctionalTorch, CosineSimilarityAndPairwiseDistance) {
+  const std::vector<std::vector<Shape>> pairs{
+      {{3, 4}, {3, 4}}, {{2, 3, 4}, {3, 1}}, {{0, 4}, {0, 4}}, {{4, 5}, {5}}};
+  EXPECT_TRUE(sweep_torch("F.cosine_similarity(a, b)", pairs,
+                          [](const V& x) { return cosine_similarity(x[0], x[1]); }));
+  EXPECT_TRUE(sweep_torch("F.cosine_similarity(a, b, dim=-1, eps=0.5)", pairs,
+                          [](const V& x) { return cosine_similarity(x[0], x[1], -1, 0.5); }));
+  for (double p : {2.0, 1.0, 3.0}) {
+    for (bool keepdim : {false, true}) {
+      EXPECT_TRUE(sweep_torch("F.pairwise_distance(a, b, p=" + std::to_string(p) +
+                                  ", keepdim=" + (keepdim ? "True" : "False") + ")",
+                              pairs, [p, keepdim](const V& x) {
+                                return pairwise_distance(x[0], x[1], p, 1e-6, keepdim);
+                              }));
+    }
+  }
+  EXPECT_TRUE(matches_torch("F.cosine_similarity(a, b, dim=3)", {uniform({2, 3}), uniform({2, 3})},
+                            [](const V& x) { return cosine_similarity(x[0], x[1], 3); }));
+}
+
+TEST(FunctionalTorch, OneHot) {
+  TorchOptions ints;
+  ints.dtype = DType::i64;
+  ints.low = 0;
+  ints.high = 5;
+  EXPECT_TRUE(sweep_torch(
+      "F.one_hot(a)", {{{4}}, {{2, 3}}, {{}}}, [](const V& x) { return one_hot(x[0]); }, ints));
+  EXPECT_TRUE(sweep_torch(
+      "F.one_hot(a, 7)", {{{4}}, {{2, 3}}, {{0, 2}}}, [](const V& x) { return one_hot(x[0], 7); },
+      ints));
+  EXPECT_TRUE(matches_torch("F.one_hot(a, 2)", {tensor<int64_t>({0, 3})},
+                            [](const V& x) { return one_hot(x[0], 2); }));
+  EXPECT_TRUE(matches_torch("F.one_hot(a)", {tensor<int64_t>({-1, 3})},
+                            [](const V& x) { return one_hot(x[0]); }));
+  EXPECT_THROW(one_hot(make({1.0})), Error);
+  EXPECT_THROW(one_hot(zeros({0}, DType::i64)), Error);
+}
+
+}  // namespace
+}  // namespace tessera::testing
