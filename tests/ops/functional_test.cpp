@@ -77,5 +77,40 @@ TEST(FunctionalTorch, OneHot) {
   EXPECT_THROW(one_hot(zeros({0}, DType::i64)), Error);
 }
 
+TEST(FunctionalTorch, EmbeddingBag) {
+  const Tensor ids = tensor<int64_t>({1, 4, 0, 4, 2, 3, 1});
+  const Tensor offsets = tensor<int64_t>({0, 2, 2, 5});
+  const Tensor weight = uniform({5, 3});
+  const Tensor sample = uniform({7}, 0.5, 2.0, 3);
+  for (const std::string mode : {"sum", "mean", "max"}) {
+    for (const bool last : {false, true}) {
+      const std::string kw =
+          ", mode='" + mode + "', include_last_offset=" + (last ? "True" : "False");
+      EXPECT_TRUE(matches_torch(
+          "F.embedding_bag(a, b, c" + kw + ")", {ids, weight, offsets},
+          [&](const V& x) { return embedding_bag(x[0], x[1], x[2], mode, {}, last); }))
+          << mode << last;
+      EXPECT_TRUE(matches_torch(
+          "F.embedding_bag(a, b, c" + kw + ", padding_idx=4)", {ids, weight, offsets},
+          [&](const V& x) { return embedding_bag(x[0], x[1], x[2], mode, {}, last, 4); }))
+          << mode << last;
+    }
+    EXPECT_TRUE(matches_torch("F.embedding_bag(a, b, mode='" + mode + "')",
+                              {tensor<int64_t>({1, 4, 0, 3, 2, 2}).reshape({2, 3}), weight},
+                              [&](const V& x) { return embedding_bag(x[0], x[1], {}, mode); }));
+  }
+  EXPECT_TRUE(matches_torch(
+      "F.embedding_bag(a, b, c, mode='sum', per_sample_weights=d)", {ids, weight, offsets, sample},
+      [](const V& x) { return embedding_bag(x[0], x[1], x[2], "sum", x[3]); }));
+  EXPECT_TRUE(matches_torch(
+      "F.embedding_bag(a, b, c, mode='mean', per_sample_weights=d)", {ids, weight, offsets, sample},
+      [](const V& x) { return embedding_bag(x[0], x[1], x[2], "mean", x[3]); }));
+  // Hand values: bags {1, 4}, {}, {0, 4, 2}, {3, 1} summed.
+  const Tensor w = make({0.0, 1.0, 2.0, 3.0, 4.0}, {5, 1});
+  EXPECT_TRUE(all_close(embedding_bag(ids, w, offsets, "sum"), {5.0, 0.0, 6.0, 4.0}, 1e-12, 0));
+  EXPECT_THROW(embedding_bag(ids, w, offsets, "median"), Error);
+  EXPECT_THROW(embedding_bag(tensor<int64_t>({7}), w, tensor<int64_t>({0})), Error);
+}
+
 }  // namespace
 }  // namespace tessera::testing
