@@ -20,6 +20,9 @@ namespace {
 // The p-norm of x along dim, for any p (as torch.linalg.vector_norm).
 Tensor p_norm_along(const Tensor& x, double p, int64_t dim, bool keepdim) {
   const Dims dims{dim};
+  const bool empty =
+      x.dim() > 0 && x.shape()[static_cast<size_t>(dim < 0 ? dim + x.dim() : dim)] == 0;
+  if (std::isinf(p) && empty) return sum(abs(x), dims, keepdim);
   if (std::isinf(p)) return p > 0 ? max(abs(x), dims, keepdim) : min(abs(x), dims, keepdim);
   if (p == 0.0) return sum(cast(ne(x, 0.0), x.dtype()), dims, keepdim);
   if (p == 1.0) return sum(abs(x), dims, keepdim);
@@ -61,8 +64,16 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
                 shape_str(x1.shape()), " and ", shape_str(x2.shape()));
   const int64_t d = wrap_dim_checked("cosine_similarity", dim, ndim);
   Tensor a = x1.expand(shape), b = x2.expand(shape);
-  Tensor na = clamp(p_norm_along(a, 2.0, d, true), eps, std::nullopt);
-  Tensor nb = clamp(p_norm_along(b, 2.0, d, true), eps, std::nullopt);
+  // The 2-norms are clamped at eps, and their gradient is x / clamped norm
+  // (as torch, which clamps the saved norm in place without grad).
+  const auto clamped = [eps, d](const Tensor& v) {
+    const Tensor norm = clamp(p_norm_along(v, 2.0, d, true), eps, std::nullopt).detach();
+    const Tensor slope = div(v, norm).detach();
+    const Tensor linear = sum(mul(v, slope), {d}, true);
+    return add(norm, sub(linear, linear.detach()));
+  };
+  Tensor na = clamped(a);
+  Tensor nb = clamped(b);
   return sum(mul(div(a, na), div(b, nb)), {d});
 }
 

@@ -87,17 +87,18 @@ TEST(ElementwiseLossTorch, BinaryCrossEntropy) {
         "F.binary_cross_entropy(a, b, reduction='" + r + "')", same,
         [r](const V& x) { return binary_cross_entropy(x[0], x[1], {}, r); }, probs));
     EXPECT_TRUE(sweep_torch(
-        "F.binary_cross_entropy(a, b, weight=c, reduction='" + r + "')", weighted,
-        [r](const V& x) { return binary_cross_entropy(x[0], x[1], x[2], r); }, probs));
+        "F.binary_cross_entropy(a, b, weight=c.detach(), reduction='" + r + "')", weighted,
+        [r](const V& x) { return binary_cross_entropy(x[0], x[1], x[2].detach(), r); }, probs));
     EXPECT_TRUE(sweep_torch(
         "F.binary_cross_entropy_with_logits(a, b, reduction='" + r + "')", same,
         [r](const V& x) { return binary_cross_entropy_with_logits(x[0], x[1], {}, r); }, probs));
     EXPECT_TRUE(sweep_torch(
-        "F.binary_cross_entropy_with_logits(a, b, weight=c, reduction='" + r +
-            "', pos_weight=c * 2)",
+        "F.binary_cross_entropy_with_logits(a, b, weight=c.detach(), reduction='" + r +
+            "', pos_weight=c.detach() * 2)",
         weighted,
         [r](const V& x) {
-          return binary_cross_entropy_with_logits(x[0], x[1], x[2], r, mul(x[2], 2.0));
+          return binary_cross_entropy_with_logits(x[0], x[1], x[2].detach(), r,
+                                                  mul(x[2].detach(), 2.0));
         },
         probs));
   }

@@ -80,6 +80,7 @@ TEST(FunctionalTorch, OneHot) {
 TEST(FunctionalTorch, EmbeddingBag) {
   const Tensor ids = tensor<int64_t>({1, 4, 0, 4, 2, 3, 1});
   const Tensor offsets = tensor<int64_t>({0, 2, 2, 5});
+  const Tensor ends = tensor<int64_t>({0, 2, 2, 5, 7});
   const Tensor weight = uniform({5, 3});
   const Tensor sample = uniform({7}, 0.5, 2.0, 3);
   for (const std::string mode : {"sum", "mean", "max"}) {
@@ -87,11 +88,11 @@ TEST(FunctionalTorch, EmbeddingBag) {
       const std::string kw =
           ", mode='" + mode + "', include_last_offset=" + (last ? "True" : "False");
       EXPECT_TRUE(matches_torch(
-          "F.embedding_bag(a, b, c" + kw + ")", {ids, weight, offsets},
+          "F.embedding_bag(a, b, c" + kw + ")", {ids, weight, last ? ends : offsets},
           [&](const V& x) { return embedding_bag(x[0], x[1], x[2], mode, {}, last); }))
           << mode << last;
       EXPECT_TRUE(matches_torch(
-          "F.embedding_bag(a, b, c" + kw + ", padding_idx=4)", {ids, weight, offsets},
+          "F.embedding_bag(a, b, c" + kw + ", padding_idx=4)", {ids, weight, last ? ends : offsets},
           [&](const V& x) { return embedding_bag(x[0], x[1], x[2], mode, {}, last, 4); }))
           << mode << last;
     }
