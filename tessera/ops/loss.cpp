@@ -204,8 +204,7 @@ void check_classification(const char* op, Tensor& input, Tensor& target, const T
   TESSERA_CHECK(is_floating(input.dtype()), "[", op, "] input must be floating, got ",
                 dtype_name(input.dtype()), " of shape ", shape_str(input.shape()));
   TESSERA_CHECK(is_integral(target.dtype()), "[", op,
-                "] target must hold class indices (i64), got ", dtype_name(target.dtype()),
-                "; class-probability targets are not supported");
+                "] target must hold class indices (i64), got ", dtype_name(target.dtype()));
   if (target.dtype() != DType::i64) target = target.to(DType::i64);
   unbatched = input.dim() == 1 && target.dim() == 0;
   if (unbatched) {
@@ -237,13 +236,58 @@ Tensor reduce_loss(const Tensor& losses, const std::string& reduction) {
 
 }  // namespace
 
+namespace {
+
+// cross_entropy against class probabilities `target` of the logits' shape:
+// -sum_c weight_c t_c log_softmax(logits)_c per sample, t smoothed towards
+// the uniform distribution; "mean" divides by the sample count (not the
+// weights), and ignore_index does not apply (as torch).
+Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target,
+                                   const Tensor& weight, const std::string& reduction,
+                                   double label_smoothing) {
+  check_reduction(reduction, "cross_entropy");
+  TESSERA_CHECK(logits.defined(), "[cross_entropy] got an undefined tensor");
+  TESSERA_CHECK(is_floating(logits.dtype()), "[cross_entropy] input must be floating, got ",
+                dtype_name(logits.dtype()), " of shape ", shape_str(logits.shape()));
+  TESSERA_CHECK(logits.dim() >= 1, "[cross_entropy] input must have shape [N, C, d1...] or [C], ",
+                "got ", shape_str(logits.shape()));
+  TESSERA_CHECK(target.shape() == logits.shape(), "[cross_entropy] class-probability target has ",
+                "shape ", shape_str(target.shape()), " but input has shape ",
+                shape_str(logits.shape()), "; they must be the same (or pass class indices)");
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  const int64_t classes = logits.shape()[static_cast<size_t>(class_dim)];
+  if (weight.defined()) {
+    TESSERA_CHECK(weight.shape() == Shape{classes}, "[cross_entropy] weight has shape ",
+                  shape_str(weight.shape()), " but input has ", classes,
+                  " classes; weight must have shape [", classes, "]");
+  }
+  Tensor dist = target;
+  if (label_smoothing > 0.0) {
+    dist = add(mul(dist, 1.0 - label_smoothing), label_smoothing / static_cast<double>(classes));
+  }
+  Tensor terms = mul(log_softmax(logits, class_dim), dist);
+  if (weight.defined()) {
+    terms = mul(terms, logits.dim() == 1 ? weight
+                                         : weight.reshape(class_shape(logits.dim(), classes)));
+  }
+  Tensor losses = neg(sum(terms, {class_dim}));
+  if (reduction == "none") return losses;
+  if (reduction == "sum") return sum(losses);
+  return mean(losses);
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, const std::string& reduction, double label_smoothing) {
+  TESSERA_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+                "[cross_entropy] label_smoothing must be in [0, 1], got ", label_smoothing);
+  if (target.defined() && is_floating(target.dtype())) {
+    return cross_entropy_probabilities(logits, target, weight, reduction, label_smoothing);
+  }
   Tensor input = logits, labels = target;
   bool unbatched = false;
   check_classification("cross_entropy", input, labels, weight, reduction, unbatched);
-  TESSERA_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
-                "[cross_entropy] label_smoothing must be in [0, 1], got ", label_smoothing);
   std::vector<Tensor> inputs{input, labels};
   if (weight.defined()) inputs.push_back(weight);
   // A global mean is the summed loss over the summed sample weights: both sums

@@ -14,6 +14,9 @@ namespace tessera {
 // rescales classes; targets equal to ignore_index contribute nothing; "mean"
 // divides by the summed weight of the counted targets; label_smoothing mixes
 // the one-hot target with the uniform distribution, as torch's cross_entropy.
+// A floating target of the logits' shape holds class probabilities instead
+// (smoothed alike; ignore_index does not apply and "mean" divides by the
+// sample count).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = {},
                      int64_t ignore_index = -100, const std::string& reduction = "mean",
                      double label_smoothing = 0.0);
