@@ -59,6 +59,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/dropout.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/in_place.h"
 #include "tessera/ops/index.h"
 #include "tessera/ops/loss.h"
 #include "tessera/ops/matmul.h"
