@@ -62,6 +62,7 @@
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/in_place.h"
 #include "tessera/ops/index.h"
+#include "tessera/ops/indexing.h"
 #include "tessera/ops/loss.h"
 #include "tessera/ops/matmul.h"
 #include "tessera/ops/norm.h"

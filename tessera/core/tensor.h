@@ -65,6 +65,9 @@ struct TensorImpl {
 };
 
 class Scalar;  // ops/scalar.h: a number passed where a tensor could be
+namespace indexing {
+class TensorIndex;  // ops/indexing.h
+}
 
 // A cheap value handle: copies share the same tensor (like torch.Tensor or
 // mlx::array). Views share storage with their base.
@@ -239,6 +242,12 @@ class Tensor {
   Tensor& sigmoid_();
   Tensor& tanh_();
   Tensor& clamp_(std::optional<double> min, std::optional<double> max);
+  // libtorch's indexing (ops/indexing.h): x.index({Slice(1, 3), None, 0}).
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // Writes `value` (broadcast, cast) where index() selects; basic indices
+  // only (integers, slices, None, Ellipsis) for now.
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
 
   TensorImpl& impl() const {
     TESSERA_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
