@@ -64,6 +64,11 @@ struct TensorImpl {
   std::shared_ptr<GlobalState> global;
 };
 
+class Scalar;  // ops/scalar.h: a number passed where a tensor could be
+namespace indexing {
+class TensorIndex;  // ops/indexing.h
+}
+
 // A cheap value handle: copies share the same tensor (like torch.Tensor or
 // mlx::array). Views share storage with their base.
 class Tensor {
@@ -178,15 +183,71 @@ class Tensor {
   Tensor cpu() const;
 
   // In-place writes; `src` is cast to this dtype and broadcast to this
-  // shape, and the destination must be contiguous. Under NoGradGuard
+  // shape, and the destination may be a strided view (on the CPU; an
+  // expanded one, whose elements share memory, is refused). Under NoGradGuard
   // (optimizers, initialisers, load_state_dict) they only write. With grad
   // mode on, as in PyTorch: a leaf that requires grad, or a view of one, is
   // refused; writing into a tensor of the graph records the copy (the old
-  // value gets no gradient, `src` gets it); and tensors a recorded op saved
-  // for its gradient make backward fail once they are overwritten.
+  // value gets no gradient, `src` gets it; written through a view of a
+  // contiguous base, the base records it, as PyTorch's CopySlices); and
+  // tensors a recorded op saved for its gradient make backward fail once
+  // they are overwritten.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
+
+  // Method forms of the ops and in-place arithmetic, as libtorch's (defined
+  // in ops/tensor_methods.cpp; the free functions of ops/ document them).
+  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor square() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(Scalar exponent) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  // In place: the result is computed out of place, checked castable to this
+  // dtype and written back with copy_ (so into strided views too).
+  Tensor& add_(const Tensor& other);
+  Tensor& add_(Scalar other);
+  Tensor& sub_(const Tensor& other);
+  Tensor& sub_(Scalar other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(Scalar other);
+  Tensor& pow_(const Tensor& exponent);
+  Tensor& pow_(Scalar exponent);
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& exp_();
+  Tensor& sqrt_();
+  Tensor& relu_();
+  Tensor& sigmoid_();
+  Tensor& tanh_();
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max);
+  // libtorch's indexing (ops/indexing.h): x.index({Slice(1, 3), None, 0}).
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // Writes `value` (broadcast, cast) where index() selects; basic indices
+  // only (integers, slices, None, Ellipsis) for now.
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
 
   TensorImpl& impl() const {
     TESSERA_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");

@@ -679,10 +679,12 @@ bool check_in_place(const Tensor& dst, const Tensor& src, const char* op) {
                 "mode is on; write under NoGradGuard (as optimizers do)");
   const bool tracked = t.requires_grad || src.requires_grad() || (base && base->requires_grad);
   if (!tracked) return false;
-  TESSERA_CHECK(base == nullptr, "[", op, "] writing in place into a view (", shape_str(t.shape),
-                " of ", shape_str(base->shape), ") is not recorded by autograd yet, and the view ",
-                "or the source is part of the autograd graph; build the new tensor out of place ",
-                "(cat, where, pad) or write under NoGradGuard");
+  TESSERA_CHECK(base == nullptr || (base->global == nullptr &&
+                                    base->strides == contiguous_strides(base->shape)),
+                "[", op, "] writing in place into a view (", shape_str(t.shape), " of ",
+                shape_str(base->shape), ") is recorded by autograd only when the base is a ",
+                "contiguous local tensor, and this base has strides ", shape_str(base->strides),
+                "; build the new tensor out of place (cat, where, pad) or write under NoGradGuard");
   TESSERA_CHECK(!dst.is_global(), "[", op, "] writing in place into a global tensor is not ",
                 "recorded by autograd yet, and the destination or the source requires grad; ",
                 "write under NoGradGuard or build the tensor with to_global");
@@ -701,6 +703,131 @@ void check_no_partial_overlap(const Tensor& dst, const Tensor& source) {
                 ") of one storage); clone() the source first");
 }
 
+// The geometry of a view inside its (contiguous) base, as attributes.
+Attrs view_geometry(const Tensor& view, const TensorImpl& base) {
+  return {{"shape", view.shape()},
+          {"strides", view.strides()},
+          {"offset", view.offset() - base.offset}};
+}
+
+// The view of `tensor` (contiguous, the base's shape) that `geometry` names.
+Tensor geometry_alias(const Tensor& tensor, const Attrs& geometry) {
+  return make_alias(tensor, geometry.ints("shape"), geometry.ints("strides"),
+                    tensor.offset() + geometry.get<int64_t>("offset"));
+}
+
+// PyTorch's CopySlices: view.copy_(src), seen from the view's base. The base's
+// old values outside the view keep their gradient; those the view covered get
+// none, and `src` gets the gradient of the region it was written to.
+const OpDef& copy_into_view_op() {
+  static const OpDef def = [] {
+    OpDef d;
+    d.name = "copy_slices";
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      return std::vector<TensorMeta>{in.at(0)};
+    };
+    d.saves_inputs = false;
+    d.grad = [](const GradContext& c) {
+      std::vector<Tensor> grads(2);
+      const Tensor grad = c.grad_output(0);
+      if (c.needs_input_grad(0)) {
+        Tensor keep = ones(c.input_meta(0).shape, grad.dtype());
+        {
+          NoGradGuard no_grad;
+          geometry_alias(keep, c.attrs()).fill_(0.0);
+        }
+        grads[0] = mul(grad, keep);
+      }
+      if (c.needs_input_grad(1)) {
+        Tensor region = geometry_alias(grad.contiguous(), c.attrs()).contiguous();
+        grads[1] = sum_to(region, c.input_meta(1).shape).to(c.input_meta(1).dtype);
+      }
+      return grads;
+    };
+    return d;
+  }();
+  return def;
+}
+
+// The written view, re-derived from its base after a CopySlices write: its
+// gradient lands in the view's region of the base.
+const OpDef& view_of_written_base_op() {
+  static const OpDef def = [] {
+    OpDef d;
+    d.name = "as_strided";
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      TensorMeta meta = in.at(0);
+      meta.shape = attrs.ints("shape");
+      return std::vector<TensorMeta>{meta};
+    };
+    d.saves_inputs = false;
+    d.grad = [](const GradContext& c) {
+      Tensor grad_base = zeros(c.input_meta(0).shape, c.grad_output(0).dtype());
+      {
+        NoGradGuard no_grad;
+        geometry_alias(grad_base, c.attrs()).copy_(c.grad_output(0));
+      }
+      return std::vector<Tensor>{grad_base};
+    };
+    return d;
+  }();
+  return def;
+}
+
+// Writes the contiguous `dense` (dst's shape and dtype) into the strided dst,
+// element by element in row-major order.
+template <typename Word>
+void write_strided(const Tensor& dst, const Tensor& dense) {
+  const Word* from = static_cast<const Word*>(dense.raw_data());
+  Word* to = static_cast<Word*>(dst.raw_data());
+  const Shape& shape = dst.shape();
+  const Strides& strides = dst.strides();
+  const int64_t rank = dst.dim();
+  const int64_t count = dst.numel();
+  if (rank == 0) {
+    if (count == 1) *to = *from;
+    return;
+  }
+  const int64_t inner = shape[rank - 1];
+  const int64_t inner_stride = strides[rank - 1];
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t position = 0;
+  for (int64_t done = 0; done < count; done += inner) {
+    Word* row = to + position;
+    for (int64_t i = 0; i < inner; ++i) row[i * inner_stride] = from[done + i];
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++index[d] < shape[d]) {
+        position += strides[d];
+        break;
+      }
+      position -= (shape[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+  }
+}
+
+void write_strided(const Tensor& dst, const Tensor& dense) {
+  if (dst.numel() == 0) return;
+  switch (dtype_size(dst.dtype())) {
+    case 1: return write_strided<uint8_t>(dst, dense);
+    case 2: return write_strided<uint16_t>(dst, dense);
+    case 4: return write_strided<uint32_t>(dst, dense);
+    case 8: return write_strided<uint64_t>(dst, dense);
+    default: TESSERA_CHECK(false, "[copy_] no strided copy for ", dtype_name(dst.dtype()));
+  }
+}
+
+// As PyTorch: a destination whose elements share memory (an expanded view)
+// cannot be written.
+void check_no_internal_overlap(const Tensor& dst) {
+  for (int64_t d = 0; d < dst.dim(); ++d) {
+    TESSERA_CHECK(dst.shape()[d] <= 1 || dst.strides()[d] != 0,
+                  "[copy_] more than one element of the destination (shape ",
+                  shape_str(dst.shape()), ", strides ", shape_str(dst.strides()),
+                  ") refers to a single memory location; clone() it before writing in place");
+  }
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
@@ -714,8 +841,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
   TESSERA_CHECK(!src.is_global(), "[copy_] cannot copy a global tensor (",
                 placement_str(src.placement()), ", ", nd_sbp_str(src.nd_sbp()),
                 ") into a local one; use src.to_local() or make the destination global");
-  TESSERA_CHECK(is_contiguous(), "[copy_] the destination must be contiguous, got shape ",
-                shape_str(shape()), " with strides ", shape_str(strides()));
+  TESSERA_CHECK(is_contiguous() || device().type == DeviceType::cpu,
+                "[copy_] a non-contiguous destination must be on the CPU for now, got shape ",
+                shape_str(shape()), " with strides ", shape_str(strides()), " on ",
+                device_str(device()));
   Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
   TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
                 " does not broadcast to the destination's shape ", shape_str(shape()));
@@ -733,6 +862,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
       }
       device_memory::copy(raw_data(), device(), source.raw_data(), source.device(),
                           static_cast<size_t>(numel()) * dtype_size(dtype()));
+    } else if (!is_contiguous()) {
+      check_no_internal_overlap(*this);
+      Tensor dense = src.to(dtype()).expand(shape()).contiguous();
+      if (dense.shares_storage(*this)) dense = copy(dense);
+      write_strided(*this, dense);
     } else {
       Tensor dense = src.to(dtype()).expand(shape()).contiguous();
       check_no_partial_overlap(*this, dense);
@@ -743,7 +877,14 @@ Tensor& Tensor::copy_(const Tensor& src) {
     }
   }
   bump_version();
-  if (record) {
+  if (record && is_view()) {
+    Tensor base(impl().view_base);
+    const Attrs geometry = view_geometry(*this, base.impl());
+    std::vector<Tensor> bases{base};
+    record_node(copy_into_view_op(), {base, src}, geometry, bases);
+    std::vector<Tensor> views{*this};
+    record_node(view_of_written_base_op(), {base}, geometry, views);
+  } else if (record) {
     std::vector<Tensor> outputs{*this};
     record_node(copy_into_op(), {*this, src}, {}, outputs);
   }

@@ -197,7 +197,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
     const Tensor padded =
         cat({picked, full({1, width}, -std::numeric_limits<double>::infinity(), weight.dtype())});
     const Tensor grid = index_select(padded, 0, Tensor::from_vector(slots, {bags * longest}));
-    const Tensor best = max(grid.reshape({bags, longest, width}), {1});
+    const Tensor best = amax(grid.reshape({bags, longest, width}), {1});
     const Tensor empty = eq(Tensor::from_vector(count, {bags, 1}), 0);
     return where(empty, zeros_like(best), best);
   }

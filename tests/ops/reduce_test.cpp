@@ -125,7 +125,7 @@ TEST(Reduce, ArgmaxArgminFirstOccurrence) {
   Tensor with_nan = make({1, NAN, 3});
   EXPECT_EQ(argmax(with_nan).item<int64_t>(), 1);
   EXPECT_THROW(argmax(zeros({0})), Error);
-  EXPECT_THROW(max(zeros({2, 0}), {1}), Error);
+  EXPECT_THROW(amax(zeros({2, 0}), {1}), Error);
 }
 
 TEST(Reduce, Gradients) {

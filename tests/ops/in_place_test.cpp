@@ -1,0 +1,116 @@
+#include "tessera/ops/in_place.h"
+#include "testing.h"
+#include "torch_check.h"
+
+namespace tessera::testing {
+namespace {
+
+TEST(InPlace, OperatorsWriteIntoTheTensorAndItsViews) {
+  Tensor x = make({1, 2, 3, 4}, {2, 2});
+  Tensor same = x;
+  x += make({10, 20}, {2});
+  EXPECT_TRUE(all_close(same, {11, 22, 13, 24}));
+  x -= 1.0;
+  x *= make({2.0});
+  x /= 4.0;
+  EXPECT_TRUE(all_close(x, {5, 10.5, 6, 11.5}));
+  x.t().select(0, 0) += 100.0;  // column 0, through a strided view
+  EXPECT_TRUE(all_close(x, {105, 10.5, 106, 11.5}));
+  Tensor counts = Tensor::from_vector<int64_t>({1, 2}, {2});
+  counts *= 3;
+  EXPECT_EQ(counts.to_vector<int64_t>(), (std::vector<int64_t>{3, 6}));
+}
+
+TEST(InPlace, ChecksAsPyTorchDoes) {
+  Tensor counts = Tensor::from_vector<int64_t>({1, 2}, {2});
+  EXPECT_HAS(error_of([&] { counts /= 2.0; }),
+             "[div_] the result type f32 can't be cast to the destination's type i64");
+  EXPECT_HAS(error_of([&] { counts += make({0.5}); }), "can't be cast to the destination's type i64");
+  Tensor small = make({1, 2}, {2});
+  EXPECT_HAS(error_of([&] { small += make({1, 2, 3, 4}, {2, 2}); }),
+             "[add_] the result's shape [2, 2] does not match the destination's [2]");
+  Tensor leaf = make({1, 2}).set_requires_grad();
+  EXPECT_HAS(error_of([&] { leaf += 1.0; }), "a leaf tensor that requires grad");
+}
+
+TEST(InPlace, GradientsMatchPyTorch) {
+  EXPECT_TRUE(matches_torch("(lambda z: (z.mul_(b), z.add_(a), z)[2])(a * 2)",
+                            {uniform({2, 3}), uniform({3})}, [](const Inputs& x) {
+                              Tensor z = mul(x[0], 2.0);
+                              z *= x[1];
+                              z += x[0];
+                              return z;
+                            }));
+  EXPECT_TRUE(matches_torch("(lambda z: (z[:, 1:].div_(b), z)[1])(a.exp())",
+                            {uniform({2, 3}), uniform({2, 2}, 1.0, 2.0)}, [](const Inputs& x) {
+                              Tensor z = exp(x[0]);
+                              z.slice(1, 1, 3) /= x[1];
+                              return z;
+                            }));
+}
+
+TEST(InPlace, MethodFormsAsLibtorch) {
+  Tensor x = make({-2, -1, 1, 2}, {2, 2});
+  x.add_(1.0).mul_(make({1.0, 2.0}));
+  EXPECT_TRUE(all_close(x, {-1, 0, 2, 6}));
+  x.sub_(make({1.0})).div_(2.0).neg_();
+  EXPECT_TRUE(all_close(x, {1, 0.5, -0.5, -2.5}));
+  x.clamp_(-1.0, 0.75).abs_();
+  EXPECT_TRUE(all_close(x, {0.75, 0.5, 0.5, 1}));
+  x.pow_(2).sqrt_();
+  EXPECT_TRUE(all_close(x, {0.75, 0.5, 0.5, 1}));
+  x.select(1, 0).zero_();
+  EXPECT_TRUE(all_close(x, {0, 0.5, 0, 1}));
+  x.sub_(0.5).relu_();
+  EXPECT_TRUE(all_close(x, {0, 0, 0, 0.5}));
+  Tensor flags = zeros({2}, DType::boolean);
+  EXPECT_HAS(error_of([&] { flags.add_(1); }), "[add_] the result type i64 can't be cast");
+  EXPECT_TRUE(matches_torch("(lambda z: (z.clamp_(-0.5, 0.5), z.tanh_(), z.exp_())[2])(a * 1)",
+                            {uniform({3, 2})}, [](const Inputs& in) {
+                              Tensor z = mul(in[0], 1.0);
+                              z.clamp_(-0.5, 0.5).tanh_().exp_();
+                              return z;
+                            }));
+  EXPECT_TRUE(matches_torch("(lambda z: (z.sigmoid_(), z.pow_(b))[1])(a * 1)",
+                            {uniform({2, 3}), uniform({3}, 1.0, 2.0)}, [](const Inputs& in) {
+                              Tensor z = mul(in[0], 1.0);
+                              return z.sigmoid_().pow_(in[1]);
+                            }));
+}
+
+TEST(TensorMethods, AreTheOps) {
+  Tensor x = make({1, -2, 3, -4, 5, -6}, {2, 3});
+  EXPECT_TRUE(all_close(x.sum(), {-3}));
+  EXPECT_TRUE(all_close(x.sum({1}, true), {2, -5}));
+  EXPECT_EQ(x.sum({1}, true).shape(), (Shape{2, 1}));
+  EXPECT_TRUE(all_close(x.mean({0}), {-1.5, 1.5, -1.5}));
+  EXPECT_TRUE(all_close(x.max(), {5}));
+  EXPECT_TRUE(all_close(x.min(), {-6}));
+  EXPECT_EQ(x.argmax(1).to_vector<int64_t>(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(x.argmin().to_vector<int64_t>(), (std::vector<int64_t>{5}));
+  EXPECT_TRUE(all_close(x.abs().sqrt().square(), {1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(all_close(x.neg().relu(), {0, 2, 0, 4, 0, 6}));
+  EXPECT_TRUE(all_close(x.clamp(-1.0, std::nullopt), {1, -1, 3, -1, 5, -1}));
+  EXPECT_TRUE(all_close(x.pow(2).sum(), {91}));
+  EXPECT_TRUE(all_close(x.matmul(x.t()), {14, -32, -32, 77}));
+  EXPECT_TRUE(matches_torch("a.exp().log().sin().cos().tanh().sigmoid() + a.rsqrt()",
+                            {uniform({2, 3}, 0.5, 2.0)}, [](const Inputs& in) {
+                              return add(in[0].exp().log().sin().cos().tanh().sigmoid(),
+                                         in[0].rsqrt());
+                            }));
+  EXPECT_TRUE(matches_torch("a.softmax(1) + a.log_softmax(0)", {uniform({2, 3})},
+                            [](const Inputs& in) {
+                              return add(in[0].softmax(1), in[0].log_softmax(0));
+                            }));
+}
+
+TEST(InPlace, OverwritingASavedTensorFailsAtBackward) {
+  Tensor w = make({1.0, 2.0}).set_requires_grad();
+  Tensor h = mul(w, 1.0);
+  Tensor loss = sum(mul(h, h));
+  h += 1.0;
+  EXPECT_HAS(error_of([&] { loss.backward(); }), "is at version");
+}
+
+}  // namespace
+}  // namespace tessera::testing
