@@ -61,6 +61,7 @@
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/index.h"
 #include "tessera/ops/loss.h"
+#include "tessera/ops/math.h"
 #include "tessera/ops/matmul.h"
 #include "tessera/ops/norm.h"
 #include "tessera/ops/pad.h"
