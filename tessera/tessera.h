@@ -54,6 +54,7 @@
 #include "tessera/nn/rms_norm.h"
 #include "tessera/nn/sequential.h"
 #include "tessera/nn/transformer_block.h"
+#include "tessera/ops/activation.h"
 #include "tessera/ops/concat.h"
 #include "tessera/ops/conv.h"
 #include "tessera/ops/creation.h"
