@@ -285,14 +285,12 @@ const OpDef& logaddexp_op = register_op(binary_def(
     "logaddexp", "torch.logaddexp", "logaddexp(a, b)",
     binary_grad(
         [](const GradContext& c) { return sigmoid(sub(c.input(0), c.input(1))); },
-        [](const GradContext& c) { return sigmoid(sub(c.input(1), c.input(0))); }),
-    {{{Sbp::partial_max(), Sbp::partial_max()}, {Sbp::partial_max()}}}));
+        [](const GradContext& c) { return sigmoid(sub(c.input(1), c.input(0))); })));
 const OpDef& logaddexp2_op = register_op(binary_def(
     "logaddexp2", "torch.logaddexp2", "logaddexp2(a, b)",
     binary_grad(
         [](const GradContext& c) { return reciprocal(add(exp2(sub(c.input(1), c.input(0))), 1.0)); },
-        [](const GradContext& c) { return reciprocal(add(exp2(sub(c.input(0), c.input(1))), 1.0)); }),
-    {{{Sbp::partial_max(), Sbp::partial_max()}, {Sbp::partial_max()}}}));
+        [](const GradContext& c) { return reciprocal(add(exp2(sub(c.input(0), c.input(1))), 1.0)); })));
 const OpDef& logical_xor_op = [] {
   OpDef def = binary_def("logical_xor", "torch.logical_xor", "logical_xor(a, b)", nullptr);
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {

@@ -110,7 +110,7 @@ struct Clamp {
     T hi = has_max ? static_cast<T>(max) : x;
     if (x != x) return x;  // NaN stays NaN
     const T low_clamped = x < lo ? lo : x;
-    return low_clamped > hi ? hi : low_clamped;  // max wins where min > max, as in PyTorch
+    return has_max && low_clamped > hi ? hi : low_clamped;  // max wins where min > max, as PyTorch
   }
 };
 struct LogicalNot {
