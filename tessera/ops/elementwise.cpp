@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "tessera/core/device_memory.h"
 #include "tessera/core/grad_mode.h"
@@ -266,8 +267,6 @@ Tensor square(const Tensor& x) { return mul(x, x); }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
   TESSERA_CHECK(min || max, "[clamp] needs at least one of min and max");
-  TESSERA_CHECK(!(min && max) || *min <= *max, "[clamp] min (", min.value_or(0),
-                ") is greater than max (", max.value_or(0), ")");
   TESSERA_CHECK(x.dtype() != DType::boolean, "[clamp] is not defined for bool tensors");
   return call1(clamp_op, {x},
                {{"has_min", min.has_value()},
@@ -417,7 +416,7 @@ const OpDef& minimum_op = register_op(binary_def(
 
 // Casts both operands to their promoted dtype.
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b) {
-  DType common = promote_types(a.dtype(), b.dtype());
+  DType common = result_type(a, b);
   return {a.dtype() == common ? a : cast(a, common), b.dtype() == common ? b : cast(b, common)};
 }
 
@@ -431,7 +430,63 @@ Tensor scalar_like(const Tensor& a, Scalar value) {
   return scalar_tensor(value, value.result_dtype(a.dtype()));
 }
 
+int category(DType dtype) { return is_floating(dtype) ? 2 : (is_integral(dtype) ? 1 : 0); }
+
 }  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) { return result_type(std::vector<Tensor>{a, b}); }
+
+DType result_type(const std::vector<Tensor>& tensors) {
+  // PyTorch's three tiers: tensors with dims, then 0-d tensors (Python
+  // scalars are 0-d tensors here). A lower tier counts only when it raises
+  // the category of the result.
+  std::optional<DType> dimensioned, zero_dim;
+  for (const Tensor& t : tensors) {
+    TESSERA_CHECK(t.defined(), "[result_type] got an undefined tensor");
+    std::optional<DType>& tier = t.dim() > 0 ? dimensioned : zero_dim;
+    tier = tier ? promote_types(*tier, t.dtype()) : t.dtype();
+  }
+  if (!dimensioned) return *zero_dim;
+  if (!zero_dim || category(*zero_dim) <= category(*dimensioned)) return *dimensioned;
+  return *zero_dim;
+}
+
+namespace {
+
+// alpha must not raise the category of an integer or bool result.
+void check_alpha(DType common, Scalar alpha, const char* op) {
+  TESSERA_CHECK(is_floating(common) || !(!alpha.is_integral() && !alpha.is_bool()), "[", op,
+                "] for integral input tensors, alpha must not be a floating point number, got ",
+                alpha.to_double());
+  TESSERA_CHECK(common == DType::boolean || !alpha.is_bool(), "[", op,
+                "] a bool alpha is only supported for bool tensors, got ", dtype_name(common));
+}
+
+Tensor scaled(const Tensor& b, DType common, Scalar alpha) {
+  Tensor operand = b.to(common);
+  if (alpha.to_double() == 1.0 && !alpha.is_bool()) return operand;
+  return mul(operand, scalar_tensor(alpha, common));
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[add] got an undefined tensor");
+  DType common = result_type(a, b);
+  check_alpha(common, alpha, "add");
+  if (common == DType::boolean) return logical_or(a, alpha.to_int64() != 0 ? b : zeros_like(b, DType::boolean));
+  return add(a.to(common), scaled(b, common, alpha));
+}
+Tensor add(const Tensor& a, Scalar b, Scalar alpha) { return add(a, scalar_like(a, b), alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  TESSERA_CHECK(a.defined() && b.defined(), "[sub] got an undefined tensor");
+  DType common = result_type(a, b);
+  TESSERA_CHECK(common != DType::boolean, "[sub] subtracting bool tensors is not supported; use ",
+                "logical_xor");
+  check_alpha(common, alpha, "sub");
+  return sub(a.to(common), scaled(b, common, alpha));
+}
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha) { return sub(a, scalar_like(a, b), alpha); }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(add_op, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_op, a, b); }
@@ -620,13 +675,100 @@ Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  TESSERA_CHECK(x.defined() && mask.defined(), "[masked_fill] got an undefined tensor");
+  return masked_fill(x, mask, scalar_tensor(value, x.dtype()));
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  TESSERA_CHECK(x.defined() && mask.defined() && value.defined(),
+                "[masked_fill] got an undefined tensor");
   TESSERA_CHECK(mask.dtype() == DType::boolean, "[masked_fill] mask must be bool, got ",
                 dtype_name(mask.dtype()));
-  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
-  TESSERA_CHECK(shape == x.shape(), "[masked_fill] mask of shape ", shape_str(mask.shape()),
-                " must broadcast to x's shape ", shape_str(x.shape()));
-  return where(mask, scalar_tensor(value, x.dtype()), x);
+  TESSERA_CHECK(value.dim() == 0, "[masked_fill] value must be a 0-d tensor, got shape ",
+                shape_str(value.shape()));
+  // The shapes must broadcast (checked here so the error names this op).
+  (void)broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  return where(mask, value.to(x.dtype()), x);
 }
+
+namespace {
+
+// clamp with tensor bounds: inputs (x, min, max) of one dtype; an absent
+// bound is passed as the dtype's extreme value and gets no gradient.
+const OpDef& clamp_tensor_op = register_op([] {
+  OpDef def;
+  def.name = "clamp_tensor";
+  def.torch_name = "torch.clamp (tensor min/max), torch.clamp_min, torch.clamp_max";
+  def.signature = "clamp(x, min, max), clamp_min(x, min), clamp_max(x, max)";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    for (size_t i = 1; i < 3; ++i) {
+      TESSERA_CHECK(in[i].dtype == in[0].dtype, "[clamp] bounds must share x's dtype after ",
+                    "promotion, got ", dtype_name(in[0].dtype), " and ", dtype_name(in[i].dtype));
+    }
+    Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "clamp"),
+                                   in[2].shape, "clamp");
+    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "clamp"),
+                                   in[2].shape, "clamp");
+    return broadcast_split_signatures(in, shape);
+  };
+  // As PyTorch's clamp_backward and clamp_backward_min_max.
+  def.grad = [](const GradContext& c) {
+    const Tensor& g = c.grad_output(0);
+    const Tensor& x = c.input(0);
+    const Tensor& low = c.input(1);
+    const Tensor& high = c.input(2);
+    Tensor zero = zeros_like(g);
+    std::vector<Tensor> grads(3);
+    if (c.needs_input_grad(0)) {
+      grads[0] = sum_to(where(logical_and(ge(x, low), le(x, high)), g, zero), c.input_meta(0).shape);
+    }
+    if (c.needs_input_grad(1)) {
+      grads[1] = sum_to(where(logical_and(lt(x, low), lt(low, high)), g, zero), c.input_meta(1).shape);
+    }
+    if (c.needs_input_grad(2)) {
+      grads[2] = sum_to(where(logical_or(gt(x, high), lt(high, low)), g, zero), c.input_meta(2).shape);
+    }
+    return grads;
+  };
+  return def;
+}());
+
+// The bound that never applies: -inf/+inf, or an integer dtype's extreme.
+Tensor unbounded(DType dtype, bool upper) {
+  double value = upper ? INFINITY : -INFINITY;
+  if (dtype == DType::i64) {
+    return scalar_tensor(upper ? std::numeric_limits<int64_t>::max()
+                               : std::numeric_limits<int64_t>::min(), dtype);
+  }
+  if (dtype == DType::i32) value = upper ? 2147483647.0 : -2147483648.0;
+  if (dtype == DType::u8) value = upper ? 255.0 : 0.0;
+  return scalar_tensor(value, dtype);
+}
+
+}  // namespace
+
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  TESSERA_CHECK(x.defined(), "[clamp] got an undefined tensor");
+  const bool has_min = min && min->defined();
+  const bool has_max = max && max->defined();
+  TESSERA_CHECK(has_min || has_max, "[clamp] needs at least one of min and max");
+  std::vector<Tensor> operands{x};
+  if (has_min) operands.push_back(*min);
+  if (has_max) operands.push_back(*max);
+  DType common = result_type(operands);
+  TESSERA_CHECK(common != DType::boolean, "[clamp] is not defined for bool tensors");
+  Tensor low = has_min ? min->to(common) : unbounded(common, false);
+  Tensor high = has_max ? max->to(common) : unbounded(common, true);
+  return call1(clamp_tensor_op, {x.to(common), low, high});
+}
+
+Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min.to_double(), std::nullopt); }
+Tensor clamp_min(const Tensor& x, const Tensor& min) { return clamp(x, min, std::nullopt); }
+Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max.to_double()); }
+Tensor clamp_max(const Tensor& x, const Tensor& max) { return clamp(x, std::nullopt, max); }
 
 Tensor cast(const Tensor& x, DType dtype) { return call1(cast_op, {x}, {{"dtype", dtype}}); }
 

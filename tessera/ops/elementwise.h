@@ -3,10 +3,22 @@
 // Elementwise ops: unary math, binary arithmetic with NumPy broadcasting and
 // PyTorch type promotion, comparisons, selection and casts.
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "tessera/core/tensor.h"
 #include "tessera/ops/scalar.h"
 
 namespace tessera {
+
+// The dtype PyTorch computes a binary op in (torch.result_type): the highest
+// category (bool < integers < floating) wins; within the category of the
+// result, tensors with dims outrank 0-d tensors, so an i64 or f64 0-d tensor
+// combined with an f32 tensor gives f32, while an f64 0-d tensor combined
+// with an i32 tensor gives f64.
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const std::vector<Tensor>& tensors);
 
 // Unary math; integer inputs to floating functions are promoted to f32.
 Tensor neg(const Tensor& x);
@@ -49,6 +61,18 @@ Tensor maximum(const Tensor& a, Scalar b);
 Tensor minimum(const Tensor& a, Scalar b);
 Tensor sub(Scalar a, const Tensor& b);
 Tensor div(Scalar a, const Tensor& b);
+// a + alpha * b and a - alpha * b (torch.add/sub with alpha); alpha must be
+// an integer for integer tensors, as in PyTorch.
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor add(const Tensor& a, Scalar b, Scalar alpha);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha);
+// Division rounded as rounding_mode says: "trunc" (toward zero), "floor"
+// (toward -inf, Python's //), or none for true division. With a mode,
+// integer inputs give integers (dividing by zero raises) and the gradient
+// is zero, as in PyTorch.
+Tensor div(const Tensor& a, const Tensor& b, const std::optional<std::string>& rounding_mode);
+Tensor div(const Tensor& a, Scalar b, const std::optional<std::string>& rounding_mode);
 
 // Comparisons give bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -70,10 +94,22 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 // condition ? a : b, all three broadcast together; condition must be bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
-// x with `value` wherever mask (bool, broadcastable to x) is true.
+// x with `value` wherever mask (bool) is true; x and mask broadcast together
+// (the result has their broadcast shape). A tensor value must be 0-d; it is
+// converted to x's dtype and receives the gradient of the filled elements.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
-// Limits x to [min, max]; either bound may be absent.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+// Limits x to [min, max], as min(max(x, min), max) (so max wins where
+// min > max); either bound may be absent, not both.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// Tensor bounds broadcast with x; the result dtype is the result_type of x
+// and the bounds. Gradients flow to x where it lies within the bounds, and
+// to a bound where it is the one that applies.
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
+Tensor clamp_min(const Tensor& x, Scalar min);
+Tensor clamp_min(const Tensor& x, const Tensor& min);
+Tensor clamp_max(const Tensor& x, Scalar max);
+Tensor clamp_max(const Tensor& x, const Tensor& max);
 
 // Converts to dtype (a copy, also when the dtype is unchanged; see Tensor::to).
 Tensor cast(const Tensor& x, DType dtype);

@@ -105,6 +105,28 @@ const std::map<std::string, Family>& families() {
       {"sin", [](const Tensor& x, const Args&) { return sin(x); }},
       {"cos", [](const Tensor& x, const Args&) { return cos(x); }},
       {"erf", [](const Tensor& x, const Args&) { return erf(x); }},
+      {"math_unary",
+       [](const Tensor& x, const Args&) {
+         return stack({erfc(x), erfinv(mul(x, 0.4)), log1p(abs(x)), expm1(x), log2(add(abs(x), 1.0)),
+                       log10(add(abs(x), 1.0)), exp2(x), reciprocal(add(abs(x), 1.0)), floor(x),
+                       ceil(x), trunc(x), round(x), round(x, 1), frac(x), sign(x), nan_to_num(x)},
+                      0);
+       }},
+      {"math_predicates",
+       [](const Tensor& x, const Args&) {
+         return stack({isnan(x), isinf(x), isfinite(x), logical_xor(gt(x, 0.0), lt(x, 1.0))}, 0);
+       }},
+      {"math_binary",
+       [](const Tensor& x, const Args&) {
+         return stack({remainder(x, 0.7), fmod(x, -0.7), atan2(x, add(x, 0.5)),
+                       hypot(x, add(mul(x, 0.5), 1.0)), logaddexp(x, neg(x)),
+                       logaddexp2(x, mul(x, 0.5)), lerp(x, neg(x), 0.3), addcmul(x, x, x, 0.5),
+                       addcdiv(x, x, add(abs(x), 1.0), 2), div(x, 0.7, "floor"),
+                       div(x, 0.7, "trunc"),
+                       clamp(x, sub(mul(x, 0.0), 0.5), add(mul(x, 0.0), 0.5)),
+                       clamp_min(x, 0.2), masked_fill(x, gt(x, 0.0), Tensor::scalar(1.5, DType::f64))},
+                      0);
+       }},
       {"sqrt", [](const Tensor& x, const Args&) { return sqrt(add(abs(x), 1.0)); }},
       {"rsqrt", [](const Tensor& x, const Args&) { return rsqrt(add(abs(x), 1.0)); }},
       {"log", [](const Tensor& x, const Args&) { return log(add(abs(x), 1.0)); }},
@@ -250,6 +272,7 @@ std::vector<Case> all_cases() {
                                "batch_norm", "batch_norm_eval"}) {
       add(family, {});
     }
+    for (const char* family : {"math_unary", "math_predicates", "math_binary"}) add(family, {});
     for (int64_t d : dims_to_try(ndim)) {
       add("index_add", {d});
       add("scatter_add", {d});
@@ -441,6 +464,10 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       "max_pool2d", "max_pool2d_backward", "max_pool2d_select", "avg_pool2d", "avg_pool2d_backward",
       "conv2d", "conv2d_backward_input", "conv2d_backward_weight",
       // math and activations (issue 11)
+      "erfc", "erfinv", "log1p", "expm1", "log2", "log10", "exp2", "reciprocal", "floor", "ceil",
+      "trunc", "round", "frac", "sign", "nan_to_num", "isnan", "isinf", "isfinite", "remainder",
+      "fmod", "atan2", "hypot", "logaddexp", "logaddexp2", "logical_xor", "div_rounding",
+      "clamp_tensor",
 
       // reductions, scans, sorting and linear algebra (issue 11)
       "cumsum", "cumprod", "cumprod_backward", "sort", "topk",

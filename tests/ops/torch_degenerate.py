@@ -105,6 +105,21 @@ FAMILIES = {
     "sin": lambda x, a: torch.sin(x),
     "cos": lambda x, a: torch.cos(x),
     "erf": lambda x, a: torch.erf(x),
+    "math_unary": lambda x, a: torch.stack([
+        torch.erfc(x), torch.erfinv(x * 0.4), torch.log1p(torch.abs(x)), torch.expm1(x),
+        torch.log2(torch.abs(x) + 1), torch.log10(torch.abs(x) + 1), torch.exp2(x),
+        torch.reciprocal(torch.abs(x) + 1), torch.floor(x), torch.ceil(x), torch.trunc(x),
+        torch.round(x), torch.round(x, decimals=1), torch.frac(x), torch.sign(x),
+        torch.nan_to_num(x)]),
+    "math_predicates": lambda x, a: torch.stack([
+        torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.logical_xor(x > 0, x < 1)]),
+    "math_binary": lambda x, a: torch.stack([
+        torch.remainder(x, 0.7), torch.fmod(x, -0.7), torch.atan2(x, x + 0.5),
+        torch.hypot(x, x * 0.5 + 1), torch.logaddexp(x, -x), torch.logaddexp2(x, x * 0.5),
+        torch.lerp(x, -x, 0.3), torch.addcmul(x, x, x, value=0.5),
+        torch.addcdiv(x, x, torch.abs(x) + 1, value=2), torch.div(x, 0.7, rounding_mode="floor"),
+        torch.div(x, 0.7, rounding_mode="trunc"), torch.clamp(x, x * 0 - 0.5, x * 0 + 0.5),
+        torch.clamp_min(x, 0.2), torch.masked_fill(x, x > 0, torch.tensor(1.5, dtype=x.dtype))]),
     "sqrt": lambda x, a: torch.sqrt(torch.abs(x) + 1),
     "rsqrt": lambda x, a: torch.rsqrt(torch.abs(x) + 1),
     "log": lambda x, a: torch.log(torch.abs(x) + 1),
