@@ -56,6 +56,7 @@
 #include "tessera/nn/multihead_attention.h"
 #include "tessera/nn/pooling.h"
 #include "tessera/nn/rms_norm.h"
+#include "tessera/nn/rnn.h"
 #include "tessera/nn/sequential.h"
 #include "tessera/nn/softmax.h"
 #include "tessera/nn/transformer_block.h"
