@@ -36,7 +36,7 @@ class LRScheduler {
   const std::string& name() const { return name_; }
 
  protected:
-  LRScheduler(Optimizer& optimizer, std::string name);
+  explicit LRScheduler(Optimizer& optimizer, std::string name = "LRScheduler");
   // Subclasses call this at the end of their constructor (lr_at is virtual).
   void apply();
 
