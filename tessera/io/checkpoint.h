@@ -15,9 +15,10 @@ namespace tessera::io {
 struct Checkpoint {
   StateDict model;
   StateDict optimizer;
-  StateDict scheduler;
   int64_t step = 0;
   std::optional<std::pair<uint64_t, uint64_t>> rng;
+  // Last, so aggregate initialisers written before it existed keep working.
+  StateDict scheduler;
 };
 
 // Writes `checkpoint` as one safetensors file, atomically: model tensors
