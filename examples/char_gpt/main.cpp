@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "examples/common/flags.h"
-#include "examples/common/progress.h"
 #include "examples/models/gpt.h"
 #include "tessera/tessera.h"
+#include "tessera/utils/flags.h"
+#include "tessera/utils/progress.h"
 
 using namespace tessera;
 
@@ -32,7 +32,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options options;
-  examples::Flags flags(
+  utils::Flags flags(
       "Trains a small GPT on the fortunes text, one byte per token, printing samples.");
   flags.add("--steps", options.steps, "training steps");
   flags.add("--batch-size", options.batch_size, "windows per step");
@@ -96,7 +96,7 @@ int train(const Options& options) {
               num_threads());
 
   Generator sampler(options.seed + 1);
-  examples::ProgressBar progress("training", options.steps);
+  utils::ProgressBar progress("training", options.steps);
   int64_t step = 0;
   for (int64_t epoch = 0; step < options.steps; ++epoch) {
     loader.set_epoch(epoch);

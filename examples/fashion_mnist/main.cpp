@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <string>
 
-#include "examples/common/flags.h"
-#include "examples/common/progress.h"
 #include "examples/models/cnn.h"
 #include "tessera/tessera.h"
+#include "tessera/utils/flags.h"
+#include "tessera/utils/progress.h"
 
 using namespace tessera;
 
@@ -31,7 +31,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options options;
-  examples::Flags flags(
+  utils::Flags flags(
       "Trains a small CNN on Fashion-MNIST, reporting test accuracy after every epoch.");
   flags.add("--epochs", options.epochs, "passes over the training set");
   flags.add("--batch-size", options.batch_size, "images per training step");
@@ -96,7 +96,7 @@ int train(const Options& options) {
     train_loader.set_epoch(epoch);
     const int64_t steps = options.limit > 0 ? std::min<int64_t>(options.limit, train_loader.size())
                                             : train_loader.size();
-    examples::ProgressBar progress(
+    utils::ProgressBar progress(
         "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs), steps);
     int64_t step = 0;
     for (const data::Example& batch : train_loader) {

@@ -27,7 +27,9 @@ bool same(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-int main() {
+namespace {
+
+int run() {
   // --- 1. Placement and SBP -------------------------------------------------
   auto world = distributed::init_process_group();  // RANK, WORLD_SIZE from tessera-run
   const int rank = world->rank();
@@ -100,4 +102,15 @@ int main() {
   if (rank == 0) std::printf("2-D: loss %.4f on %s\n", loss_2d_value, placement_str(mesh).c_str());
   if (rank == 0) std::printf("global_tour: all checks passed\n");
   return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "global_tour: %s\n", error.what());
+    return 1;
+  }
 }

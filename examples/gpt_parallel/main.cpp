@@ -15,10 +15,10 @@
 #include <map>
 #include <string>
 
-#include "examples/common/flags.h"
-#include "examples/common/progress.h"
 #include "examples/models/gpt.h"
 #include "tessera/tessera.h"
+#include "tessera/utils/flags.h"
+#include "tessera/utils/progress.h"
 
 using namespace tessera;
 
@@ -40,7 +40,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options options;
-  examples::Flags flags(
+  utils::Flags flags(
       "Trains a small GPT on the fortunes over several processes (start with tessera-run).");
   flags.add("--dp", options.dp, "data-parallel degree (default: processes / tp)");
   flags.add("--tp", options.tp, "tensor-parallel degree");
@@ -112,7 +112,7 @@ int train(const Options& options) {
                                      options.steps, options.lr / 10);
   nn::CrossEntropyLoss loss_fn;
   const NdSbp broadcast = NdSbp::broadcast(2);
-  examples::ProgressBar progress("training", options.steps, leader);
+  utils::ProgressBar progress("training", options.steps, leader);
   int64_t step = 0;
   float last = 0;
   for (int64_t epoch = 0; step < options.steps; ++epoch) {

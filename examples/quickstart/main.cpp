@@ -5,7 +5,9 @@
 
 using namespace tessera;
 
-int main() {
+namespace {
+
+int run() {
   manual_seed(0);
   Tensor x = randn({64, 1});
   Tensor y = x * 3.0 + 2.0;
@@ -25,4 +27,15 @@ int main() {
   }
   std::printf("w = %.4f (want 3), b = %.4f (want 2)\n", w.item<float>(), b.item<float>());
   return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "quickstart: %s\n", error.what());
+    return 1;
+  }
 }

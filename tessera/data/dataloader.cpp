@@ -170,6 +170,14 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                 options_.num_workers, " (0 loads batches on the calling thread)");
   TESSERA_CHECK(options_.prefetch >= 1, "[DataLoader] prefetch must be >= 1 batch per worker, got ",
                 options_.prefetch);
+  TESSERA_CHECK(!(options_.sampler && options_.shuffle),
+                "[DataLoader] sampler and shuffle=true are mutually exclusive; use a "
+                "RandomSampler (or a DistributedSampler with shuffle) instead");
+}
+
+void DataLoader::set_epoch(int64_t epoch) {
+  epoch_ = epoch;
+  if (options_.sampler) options_.sampler->set_epoch(epoch);
 }
 
 DataLoader::~DataLoader() {
@@ -178,13 +186,14 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::size() const {
-  const int64_t count = dataset_->size();
+  const int64_t count = options_.sampler ? options_.sampler->size() : dataset_->size();
   const int64_t full = count / options_.batch_size;
   const bool partial = count % options_.batch_size != 0;
   return full + (partial && !options_.drop_last ? 1 : 0);
 }
 
 std::vector<int64_t> DataLoader::indices() const {
+  if (options_.sampler) return options_.sampler->indices();
   const int64_t count = dataset_->size();
   if (options_.shuffle) return permutation(count, options_.seed, epoch_);
   std::vector<int64_t> order(static_cast<size_t>(count));

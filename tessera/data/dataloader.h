@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tessera/data/dataset.h"
+#include "tessera/data/sampler.h"
 
 namespace tessera::data {
 
@@ -32,6 +33,9 @@ struct DataLoaderOptions {
   int num_workers = 1;
   // Batches each worker may hold ready ahead of the consumer.
   int prefetch = 2;
+  // Where the indices come from (RandomSampler, DistributedSampler, ...)
+  // instead of shuffle; null for the order shuffle gives.
+  std::shared_ptr<Sampler> sampler = nullptr;
 };
 
 class DataLoader {
@@ -66,7 +70,8 @@ class DataLoader {
     std::shared_ptr<Run> run_;
   };
 
-  // Throws on a null dataset, batch_size < 1, num_workers outside [0, 256] or prefetch < 1.
+  // Throws on a null dataset, batch_size < 1, num_workers outside [0, 256],
+  // prefetch < 1 or both a sampler and shuffle.
   explicit DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
@@ -74,8 +79,9 @@ class DataLoader {
 
   // Number of batches in one pass.
   int64_t size() const;
-  // Selects the shuffle order of later passes (a pass uses the epoch set when it begins).
-  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  // Selects the shuffle order of later passes (a pass uses the epoch set when
+  // it begins); with a sampler, sets the sampler's epoch too.
+  void set_epoch(int64_t epoch);
   // The epoch set by set_epoch (0 initially).
   int64_t epoch() const { return epoch_; }
   // The options given at construction.

@@ -14,6 +14,7 @@ constexpr const char* kFormat = "tessera-checkpoint";
 constexpr const char* kVersion = "1";
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimizerPrefix = "optimizer.";
+constexpr const char* kSchedulerPrefix = "scheduler.";
 
 // Parses all of `text` as an integer of type T (no sign for unsigned, no
 // spaces, no trailing characters); throws naming the file and the field.
@@ -39,6 +40,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   StateDict tensors;
   tensors.merge(checkpoint.model, kModelPrefix);
   tensors.merge(checkpoint.optimizer, kOptimizerPrefix);
+  tensors.merge(checkpoint.scheduler, kSchedulerPrefix);
   std::map<std::string, std::string> metadata{
       {"format", kFormat}, {"version", kVersion}, {"step", std::to_string(checkpoint.step)}};
   if (checkpoint.rng) {
@@ -80,9 +82,11 @@ Checkpoint load_checkpoint(const std::string& path) {
       checkpoint.model.insert(key.substr(std::string(kModelPrefix).size()), value);
     } else if (starts_with(key, kOptimizerPrefix)) {
       checkpoint.optimizer.insert(key.substr(std::string(kOptimizerPrefix).size()), value);
+    } else if (starts_with(key, kSchedulerPrefix)) {
+      checkpoint.scheduler.insert(key.substr(std::string(kSchedulerPrefix).size()), value);
     } else {
-      TESSERA_FAIL("[load_checkpoint] '", path, "': tensor '", key, "' starts with neither '",
-                   kModelPrefix, "' nor '", kOptimizerPrefix, "'");
+      TESSERA_FAIL("[load_checkpoint] '", path, "': tensor '", key, "' starts with none of '",
+                   kModelPrefix, "', '", kOptimizerPrefix, "' and '", kSchedulerPrefix, "'");
     }
   }
   return checkpoint;

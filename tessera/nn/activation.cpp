@@ -19,4 +19,6 @@ Tensor SiLU::forward(const Tensor& x) { return silu(x); }
 
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 
+Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+
 }  // namespace tessera::nn

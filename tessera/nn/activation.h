@@ -1,7 +1,8 @@
 #pragma once
 
-// Elementwise activations as modules (torch.nn.ReLU, GELU, SiLU, Tanh), for
-// use in Sequential. They hold no parameters, so they share one file pair.
+// Elementwise activations as modules (torch.nn.ReLU, GELU, SiLU, Tanh,
+// Sigmoid), for use in Sequential. They hold no parameters, so they share
+// one file pair.
 
 #include <string>
 
@@ -35,6 +36,12 @@ class SiLU : public Module {
 class Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+class Sigmoid : public Module {
+ public:
+  Sigmoid() : Module("Sigmoid") {}
   Tensor forward(const Tensor& x) override;
 };
 

@@ -42,6 +42,15 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> k
   }
 }
 
+Conv2d::Conv2d(const Conv2dOptions& options)
+    : Conv2d(options.in_channels(), options.out_channels(), options.kernel_size(),
+             options.stride(), options.padding(), options.dilation(), options.groups(),
+             options.bias()) {
+  for (int64_t value : options.output_padding()) {
+    TESSERA_CHECK(value == 0, "[Conv2d] output_padding is for ConvTranspose2d; Conv2d takes none");
+  }
+}
+
 Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, stride_, padding_, dilation_, groups_);
 }

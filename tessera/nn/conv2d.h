@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tessera/nn/conv_options.h"
 #include "tessera/nn/module.h"
 
 namespace tessera::nn {
@@ -16,6 +17,8 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
          std::vector<int64_t> stride = {1, 1}, std::vector<int64_t> padding = {0, 0},
          std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1, bool bias = true);
+  // Arguments by name: Conv2d(Conv2dOptions(3, 64, 3).stride(2).bias(false)).
+  explicit Conv2d(const Conv2dOptions& options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 

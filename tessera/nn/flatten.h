@@ -1,5 +1,7 @@
 #pragma once
 
+#include <vector>
+
 #include "tessera/nn/module.h"
 
 namespace tessera::nn {
@@ -18,6 +20,20 @@ class Flatten : public Module {
  private:
   int64_t start_dim_;
   int64_t end_dim_;
+};
+
+// Splits dim into the dims `sizes` (one of them may be -1, inferred), as
+// torch.nn.Unflatten: the inverse of Flatten. [N, 12] -> [N, 3, 4] with
+// Unflatten(1, {3, 4}).
+class Unflatten : public Module {
+ public:
+  Unflatten(int64_t dim, std::vector<int64_t> sizes);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+ private:
+  int64_t dim_;
+  std::vector<int64_t> sizes_;
 };
 
 }  // namespace tessera::nn

@@ -22,12 +22,24 @@ class Loss : public Module {
   std::string reduction_;
 };
 
+// CrossEntropyLoss's arguments by name:
+//   nn::CrossEntropyLoss loss({.ignore_index = 0, .label_smoothing = 0.1});
+struct CrossEntropyLossOptions {
+  Tensor weight = Tensor();  // [C] class weights; undefined for none
+  int64_t ignore_index = -100;
+  std::string reduction = "mean";
+  double label_smoothing = 0.0;
+};
+
 // Softmax cross entropy of logits [N, C] (or [N, C, d...]) against class
 // indices [N] (or [N, d...]) or class probabilities of the logits' shape.
 class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(Tensor weight = {}, int64_t ignore_index = -100,
                             std::string reduction = "mean", double label_smoothing = 0.0);
+  explicit CrossEntropyLoss(const CrossEntropyLossOptions& options)
+      : CrossEntropyLoss(options.weight, options.ignore_index, options.reduction,
+                         options.label_smoothing) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
 
  private:
@@ -36,11 +48,20 @@ class CrossEntropyLoss : public Loss {
   double label_smoothing_;
 };
 
+// NLLLoss's arguments by name: nn::NLLLoss loss({.reduction = "sum"}).
+struct NLLLossOptions {
+  Tensor weight = Tensor();  // [C] class weights; undefined for none
+  int64_t ignore_index = -100;
+  std::string reduction = "mean";
+};
+
 // Negative log likelihood of log-probabilities [N, C] against class indices.
 class NLLLoss : public Loss {
  public:
   explicit NLLLoss(Tensor weight = {}, int64_t ignore_index = -100,
                    std::string reduction = "mean");
+  explicit NLLLoss(const NLLLossOptions& options)
+      : NLLLoss(options.weight, options.ignore_index, options.reduction) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
 
  private:

@@ -232,6 +232,11 @@ Module& Module::to_global(const Placement& placement, const SbpRule& rule) {
   return *this;
 }
 
+Module& Module::requires_grad_(bool requires_grad) {
+  for (Tensor param : parameters()) param.set_requires_grad(requires_grad);
+  return *this;
+}
+
 void Module::zero_grad() {
   for (const Tensor& p : parameters()) p.impl().grad.reset();
 }

@@ -100,6 +100,10 @@ class Module {
   Module& to_global(const Placement& placement, const SbpRule& rule = {});
   // Drops every parameter's gradient (PyTorch's set_to_none=True).
   void zero_grad();
+  // Sets requires_grad on every parameter of this module and its
+  // descendants: requires_grad_(false) freezes them, and optimizers that
+  // hold them skip them since they get no gradient.
+  Module& requires_grad_(bool requires_grad = true);
 
   const std::string& type_name() const { return type_name_; }
   // One line of constructor arguments for printing, e.g.

@@ -43,14 +43,12 @@ void adam_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t cou
 
 }  // namespace
 
-Adam::Adam(const std::vector<Tensor>& params, const AdamOptions& options)
-    : Adam("Adam", params, options, false) {}
-
-Adam::Adam(std::string name, const std::vector<Tensor>& params, const AdamOptions& options,
-           bool decoupled_weight_decay)
-    : OptimizerWithOptions(std::move(name)), decoupled_weight_decay_(decoupled_weight_decay) {
+Adam::Adam(const std::vector<Tensor>& params, const AdamOptions& options) : Adam("Adam", false) {
   add_param_group(params, options);
 }
+
+Adam::Adam(std::string name, bool decoupled_weight_decay)
+    : OptimizerWithOptions(std::move(name)), decoupled_weight_decay_(decoupled_weight_decay) {}
 
 void Adam::validate(const AdamOptions& options) const {
   TESSERA_CHECK(options.lr >= 0.0 && options.eps >= 0.0 && options.weight_decay >= 0.0, "[",
@@ -104,9 +102,12 @@ void Adam::step() {
 }
 
 AdamW::AdamW(const std::vector<Tensor>& params, const AdamWOptions& options)
-    : Adam("AdamW", params,
-           AdamOptions{options.lr, options.beta1, options.beta2, options.eps,
-                       options.weight_decay},
-           true) {}
+    : Adam("AdamW", true) {
+  add_param_group(params, to_adam_options(options));
+}
+
+AdamOptions AdamW::to_adam_options(const AdamWOptions& options) {
+  return {options.lr, options.beta1, options.beta2, options.eps, options.weight_decay};
+}
 
 }  // namespace tessera::optim

@@ -17,11 +17,16 @@ struct AdamOptions {
 class Adam : public OptimizerWithOptions<AdamOptions> {
  public:
   Adam(const std::vector<Tensor>& params, const AdamOptions& options = {});
+  // From model->named_parameters(): errors name the parameters.
+  template <NamedParameterList Named>
+  Adam(const Named& params, const AdamOptions& options = {}) : Adam("Adam", false) {
+    add_param_group(params, options);
+  }
   void step() override;
 
  protected:
-  Adam(std::string name, const std::vector<Tensor>& params, const AdamOptions& options,
-       bool decoupled_weight_decay);
+  // An optimizer without groups yet; the constructor adds the first.
+  Adam(std::string name, bool decoupled_weight_decay);
   void validate(const AdamOptions& options) const override;
 
  private:
@@ -41,6 +46,14 @@ struct AdamWOptions {
 class AdamW : public Adam {
  public:
   AdamW(const std::vector<Tensor>& params, const AdamWOptions& options = {});
+  // From model->named_parameters(): errors name the parameters.
+  template <NamedParameterList Named>
+  AdamW(const Named& params, const AdamWOptions& options = {}) : Adam("AdamW", true) {
+    add_param_group(params, to_adam_options(options));
+  }
+
+ private:
+  static AdamOptions to_adam_options(const AdamWOptions& options);
 };
 
 }  // namespace tessera::optim

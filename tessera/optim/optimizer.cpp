@@ -43,39 +43,69 @@ size_t Optimizer::first_index(size_t group) const {
   return index;
 }
 
-void Optimizer::add_params(const std::vector<Tensor>& params) {
+std::string Optimizer::param_name(size_t index) const {
+  if (index < names_.size() && !names_[index].empty()) return "'" + names_[index] + "'";
+  return std::to_string(index);
+}
+
+void Optimizer::add_params(const std::vector<Tensor>& params,
+                           const std::vector<std::string>& names) {
   TESSERA_CHECK(!params.empty(), "[", name_, "] got an empty parameter list");
+  TESSERA_CHECK(names.empty() || names.size() == params.size(), "[", name_, "] got ",
+                names.size(), " names for ", params.size(), " parameters");
+  const size_t first = states_.size();
+  std::vector<std::string> all_names = names_;
+  all_names.resize(first);
+  if (names.empty()) {
+    all_names.resize(first + params.size());
+  } else {
+    all_names.insert(all_names.end(), names.begin(), names.end());
+  }
+  auto describe = [&](size_t i) {
+    const std::string& name = all_names[first + i];
+    return name.empty() ? std::to_string(first + i) : "'" + name + "'";
+  };
   std::set<const TensorImpl*> seen;
   for (const auto& group : groups_)
     for (const Tensor& param : group) seen.insert(&param.impl());
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& param = params[i];
-    TESSERA_CHECK(param.defined(), "[", name_, "] parameter ", i, " is undefined");
-    TESSERA_CHECK(is_floating(param.dtype()) && param.is_leaf() && param.requires_grad(), "[",
-                  name_, "] parameter ", i,
-                  " must be a floating-point leaf tensor that requires grad; got ",
-                  dtype_name(param.dtype()), param.is_leaf() ? "" : ", not a leaf",
-                  param.requires_grad() ? "" : ", requires_grad=false");
-    TESSERA_CHECK(param.is_contiguous(), "[", name_, "] parameter ", i, " of shape ",
+    TESSERA_CHECK(param.defined(), "[", name_, "] parameter ", describe(i), " is undefined");
+    TESSERA_CHECK(is_floating(param.dtype()) && param.is_leaf(), "[", name_, "] parameter ",
+                  describe(i), " must be a floating-point leaf tensor; got ",
+                  dtype_name(param.dtype()), param.is_leaf() ? "" : ", not a leaf (use detach())");
+    TESSERA_CHECK(param.is_contiguous(), "[", name_, "] parameter ", describe(i), " of shape ",
                   shape_str(param.shape()), " must be contiguous");
-    TESSERA_CHECK(seen.insert(&param.impl()).second, "[", name_, "] parameter ", i,
+    TESSERA_CHECK(seen.insert(&param.impl()).second, "[", name_, "] parameter ", describe(i),
                   " appears more than once");
   }
   groups_.push_back(params);
   states_.resize(states_.size() + params.size());
+  names_ = std::move(all_names);
 }
 
 Tensor Optimizer::dense_grad(const Tensor& param) const {
   Tensor grad = param.grad();
   if (!grad.defined()) return grad;
+  auto describe = [&] {
+    size_t index = 0;
+    for (const auto& group : groups_) {
+      for (const Tensor& candidate : group) {
+        if (&candidate.impl() == &param.impl()) return param_name(index);
+        ++index;
+      }
+    }
+    return std::string("?");
+  };
   TESSERA_CHECK(grad.shape() == param.shape(), "[", name_, "] gradient of shape ",
-                shape_str(grad.shape()), " does not match its parameter's shape ",
-                shape_str(param.shape()));
+                shape_str(grad.shape()), " does not match the shape ", shape_str(param.shape()),
+                " of parameter ", describe());
   NoGradGuard no_grad;
   if (grad.dtype() != param.dtype()) grad = grad.to(param.dtype());
   if (param.is_global()) {
     // Updates run on this rank's shard; the gradient is laid out like it.
-    TESSERA_CHECK(!param.nd_sbp().any_partial(), "[", name_, "] parameter laid out as ",
+    TESSERA_CHECK(!param.nd_sbp().any_partial(), "[", name_, "] parameter ", describe(),
+                  " is laid out as ",
                   nd_sbp_str(param.nd_sbp()), "; optimizers need split or broadcast parameters");
     if (!(grad.placement() == param.placement() && grad.nd_sbp() == param.nd_sbp())) {
       grad = grad.to_global(param.placement(), param.nd_sbp());
@@ -122,8 +152,8 @@ void Optimizer::load_state_dict(const StateDict& state) {
       }
       const Tensor& param = *params[index];
       TESSERA_CHECK(value.shape() == param.shape(), "[", name_, ".load_state_dict] key '", key,
-                    "' has shape ", shape_str(value.shape()), " but parameter ", index,
-                    " has shape ", shape_str(param.shape()));
+                    "' has shape ", shape_str(value.shape()), " but parameter ",
+                    param_name(index), " has shape ", shape_str(param.shape()));
       NoGradGuard no_grad;
       loaded[index].buffers[field] = value.to(param.dtype()).contiguous().clone();
       continue;

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <concepts>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/core/state_dict.h"
@@ -16,6 +18,15 @@ struct ParamState {
   std::map<std::string, Tensor> buffers;
   int64_t step = 0;
 };
+
+// Parameters with their qualified names, as Module::named_parameters()
+// returns them; optimizers built from them name parameters in their errors.
+using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
+
+// Matches NamedParameters only, so that an optimizer's constructor overload
+// for names stays out of the way of a braced list (`SGD({})`, `SGD({w, b})`).
+template <typename T>
+concept NamedParameterList = std::same_as<T, NamedParameters>;
 
 // The base of every optimizer, as torch.optim.Optimizer: parameter groups,
 // per-parameter state, zero_grad and a state_dict that checkpoints can save.
@@ -34,6 +45,9 @@ class Optimizer {
 
   size_t num_param_groups() const { return groups_.size(); }
   const std::vector<Tensor>& param_group(size_t group) const;
+  // How errors name the parameter at `index` (across groups): its qualified
+  // name in quotes when the optimizer was given names, else its index.
+  std::string param_name(size_t index) const;
   // The learning rate of a group; set_lr without a group sets every group.
   virtual double lr(size_t group = 0) const = 0;
   virtual void set_lr(double lr, std::optional<size_t> group = std::nullopt) = 0;
@@ -49,9 +63,11 @@ class Optimizer {
 
  protected:
   explicit Optimizer(std::string name) : name_(std::move(name)) {}
-  // Validates and appends a group: floating-point leaves that require grad,
-  // none already in another group.
-  void add_params(const std::vector<Tensor>& params);
+  // Validates and appends a group: floating-point leaf tensors, none already
+  // in another group. Frozen parameters (requires_grad=false) are accepted,
+  // as in PyTorch: they get no gradient, so step() skips them until they
+  // are unfrozen. `names` is empty or holds one name per parameter.
+  void add_params(const std::vector<Tensor>& params, const std::vector<std::string>& names = {});
   // State of the parameter at `index` (across groups).
   ParamState& state(size_t index) { return states_[index]; }
   // Index of the first parameter of `group`.
@@ -67,16 +83,35 @@ class Optimizer {
   std::string name_;
   std::vector<std::vector<Tensor>> groups_;
   std::vector<ParamState> states_;
+  std::vector<std::string> names_;  // one per parameter; empty when unnamed
 };
 
 // Optimizers whose groups carry an Options struct with an `lr` field.
 template <typename Options>
 class OptimizerWithOptions : public Optimizer {
  public:
-  // Adds parameters with their own options (PyTorch's add_param_group).
+  // Adds parameters with their own options (PyTorch's add_param_group):
+  // step() updates them with these options, lr(group) and set_lr address
+  // the group, and state_dict() saves it. The parameters must not already be
+  // in a group. Typical use: a smaller learning rate for a pretrained part,
+  //   SGD sgd(head->parameters(), {.lr = 0.1});
+  //   sgd.add_param_group(backbone->parameters(), {.lr = 0.01});
   void add_param_group(const std::vector<Tensor>& params, const Options& options) {
     validate(options);
     add_params(params);
+    options_.push_back(options);
+  }
+  // The same with model->named_parameters(), so errors name each parameter.
+  template <NamedParameterList Named>
+  void add_param_group(const Named& named, const Options& options) {
+    std::vector<Tensor> params;
+    std::vector<std::string> names;
+    for (const auto& [name, param] : named) {
+      names.push_back(name);
+      params.push_back(param);
+    }
+    validate(options);
+    add_params(params, names);
     options_.push_back(options);
   }
   const Options& options(size_t group = 0) const {

@@ -19,6 +19,11 @@ struct SGDOptions {
 class SGD : public OptimizerWithOptions<SGDOptions> {
  public:
   SGD(const std::vector<Tensor>& params, const SGDOptions& options = {});
+  // From model->named_parameters(): errors name the parameters.
+  template <NamedParameterList Named>
+  SGD(const Named& params, const SGDOptions& options = {}) : OptimizerWithOptions("SGD") {
+    add_param_group(params, options);
+  }
   void step() override;
 
  protected:

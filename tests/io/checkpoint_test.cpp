@@ -140,7 +140,7 @@ TEST(Checkpoint, RejectsKeysWithoutAKnownPrefix) {
   const std::string message = error_for(
       dir, {{"format", "tessera-checkpoint"}, {"version", "1"}, {"step", "3"}}, "optim.state.0");
   EXPECT_HAS(message, dir.file("bad.safetensors"));
-  EXPECT_HAS(message, "tensor 'optim.state.0' starts with neither 'model.' nor 'optimizer.'");
+  EXPECT_HAS(message, "tensor 'optim.state.0' starts with none of 'model.', 'optimizer.' and 'scheduler.'");
 }
 
 TEST(Checkpoint, SaveFailureLeavesThePreviousCheckpoint) {

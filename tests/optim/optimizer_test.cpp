@@ -143,7 +143,7 @@ TEST(Optimizer, LoadStateDictNamesBadKeys) {
 TEST(Optimizer, ValidatesParametersAndOptions) {
   Tensor leaf = zeros({2}).set_requires_grad();
   EXPECT_HAS(error_of([&] { optim::SGD({leaf, leaf}); }), "appears more than once");
-  EXPECT_HAS(error_of([&] { optim::SGD({zeros({2})}); }), "requires_grad=false");
+  EXPECT_HAS(error_of([&] { optim::SGD({zeros({2}, DType::i64)}); }), "floating-point leaf");
   EXPECT_HAS(error_of([&] { optim::SGD({leaf * 2.0}); }), "not a leaf");
   EXPECT_HAS(error_of([&] { optim::SGD({leaf}, {.lr = -1}); }), "[SGD] lr");
   EXPECT_HAS(error_of([&] { optim::SGD({leaf}, {.lr = 0.1, .nesterov = true}); }), "nesterov");

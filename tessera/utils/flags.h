@@ -1,9 +1,9 @@
 #pragma once
 
-// A small command-line parser for the examples: "--name value" options bound
-// to variables, "--name" switches, and --help.
+// A small command-line parser for training programs: "--name value" options
+// bound to variables, "--name" switches, and --help.
 //
-//   examples::Flags flags("Trains ...");
+//   utils::Flags flags("Trains ...");
 //   flags.add("--epochs", options.epochs, "passes over the training set");
 //   flags.parse(argc, argv);  // exits with usage on --help or a bad value
 
@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tessera::examples {
+namespace tessera::utils {
 
 class Flags {
  public:
@@ -114,4 +114,4 @@ class Flags {
   std::vector<Flag> flags_;
 };
 
-}  // namespace tessera::examples
+}  // namespace tessera::utils

@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-namespace tessera::examples {
+namespace tessera::utils {
 
 class ProgressBar {
  public:
@@ -76,4 +76,4 @@ class ProgressBar {
   double loss_ = 0.0;
 };
 
-}  // namespace tessera::examples
+}  // namespace tessera::utils
