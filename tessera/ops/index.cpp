@@ -225,6 +225,12 @@ Tensor as_index_vector(const Tensor& index, const char* op) {
   return index.dim() == 0 ? index.reshape({1}) : index;
 }
 
+// PyTorch treats a 0-d tensor as a 1-D tensor of one element in the
+// index ops; the result takes the 0-d shape back.
+Tensor as_vector_if_scalar(const Tensor& x) {
+  return x.defined() && x.dim() == 0 ? x.reshape({1}) : x;
+}
+
 // Casts a and b to their promoted dtype.
 std::pair<Tensor, Tensor> promote_pair(const Tensor& a, const Tensor& b) {
   DType common = promote_types(a.dtype(), b.dtype());
@@ -249,6 +255,13 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (x.defined() && x.dim() == 0) {
+    Tensor vector = as_index_vector(index, "index_select");
+    normalize_dim(dim, 1, "index_select");
+    TESSERA_CHECK(vector.numel() == 1, "[index_select] a 0-d x takes exactly one index, got ",
+                  vector.numel());
+    return index_select(x.reshape({1}), 0, vector).reshape({});
+  }
   check_has_dims(x, "index_select", "x");
   Tensor vector = as_index_vector(index, "index_select");
   int64_t d = normalize_dim(dim, x.dim(), "index_select");
@@ -256,6 +269,11 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (x.defined() && index.defined() && (x.dim() == 0 || index.dim() == 0) &&
+      x.dim() <= 1 && index.dim() <= 1) {
+    normalize_dim(dim, 1, "gather");
+    return gather(as_vector_if_scalar(x), 0, as_vector_if_scalar(index)).reshape(index.shape());
+  }
   check_has_dims(x, "gather", "x");
   check_index(index, "gather");
   TESSERA_CHECK(index.dim() == x.dim(), "[gather] index must have as many dims as x: x is ",
@@ -271,6 +289,14 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (x.defined() && index.defined() && src.defined() &&
+      (x.dim() == 0 || index.dim() == 0 || src.dim() == 0) && x.dim() <= 1 && index.dim() <= 1 &&
+      src.dim() <= 1) {
+    normalize_dim(dim, 1, "scatter_add");
+    return scatter_add(as_vector_if_scalar(x), 0, as_vector_if_scalar(index),
+                       as_vector_if_scalar(src))
+        .reshape(x.shape());
+  }
   check_has_dims(x, "scatter_add", "x");
   check_has_dims(src, "scatter_add", "src");
   check_index(index, "scatter_add");
@@ -292,12 +318,20 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  double alpha) {
-  check_has_dims(x, "index_add", "x");
+  TESSERA_CHECK(x.defined(), "[index_add] x is an undefined tensor");
   TESSERA_CHECK(source.defined(), "[index_add] source is an undefined tensor");
+  if (x.dim() == 0) {
+    normalize_dim(dim, 1, "index_add");
+    return index_add(x.reshape({1}), 0, index, source, alpha).reshape({});
+  }
   Tensor vector = as_index_vector(index, "index_add");
   int64_t d = normalize_dim(dim, x.dim(), "index_add");
   Shape expected = x.shape();
   expected[d] = vector.numel();
+  // A 0-d source stands for the one slice of a single index (as PyTorch).
+  if (source.dim() == 0 && numel(expected) == 1) {
+    return index_add(x, d, vector, source.reshape(expected), alpha);
+  }
   TESSERA_CHECK(source.shape() == expected, "[index_add] source has shape ",
                 shape_str(source.shape()), " but x is ", shape_str(x.shape()), " and index has ",
                 vector.numel(), " entries; source must be ", shape_str(expected),
