@@ -89,6 +89,7 @@
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/sampling.h"
 #include "tessera/ops/scan.h"
+#include "tessera/ops/search.h"
 #include "tessera/ops/shape_ops.h"
 #include "tessera/ops/softmax.h"
 #include "tessera/ops/triangle.h"

@@ -53,6 +53,8 @@ const std::map<std::string, Family>& families() {
       {"sort", [](const Tensor& x, const Args& a) { return std::get<0>(sort(x, a[0], true)); }},
       {"argsort", [](const Tensor& x, const Args& a) { return argsort(x, a[0]); }},
       {"topk", [](const Tensor& x, const Args& a) { return std::get<0>(topk(x, 0, a[0])); }},
+      {"bucketize",
+       [](const Tensor& x, const Args&) { return bucketize(x, make({-1, 0, 1}, {3})); }},
       {"log_softmax", [](const Tensor& x, const Args& a) { return log_softmax(x, a[0]); }},
       {"cat",
        [](const Tensor& x, const Args& a) {
@@ -238,6 +240,7 @@ std::vector<Case> all_cases() {
       for (int64_t d : dims_to_try(ndim)) add(family, {d});
     }
     add("squeeze", {});
+    add("bucketize", {});
     for (const char* family : {"stack", "unsqueeze"}) {
       for (int64_t d : dims_to_try(ndim + 1)) add(family, {d});
     }
@@ -470,7 +473,7 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       "clamp_tensor",
 
       // reductions, scans, sorting and linear algebra (issue 11)
-      "cumsum", "cumprod", "cumprod_backward", "sort", "topk",
+      "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "searchsorted",
 
       // shape and indexing (issue 11)
 

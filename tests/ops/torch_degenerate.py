@@ -69,6 +69,7 @@ FAMILIES = {
     "sort": lambda x, a: torch.sort(x, a[0], descending=True).values,
     "argsort": lambda x, a: torch.argsort(x, a[0]),
     "topk": lambda x, a: torch.topk(x, 0, a[0]).values,
+    "bucketize": lambda x, a: torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0], dtype=x.dtype)),
     "cat": lambda x, a: torch.cat([x, x * 2], a[0]),
     "stack": lambda x, a: torch.stack([x, x * 2], a[0]),
     "squeeze": lambda x, a: x.squeeze(a[0]) if a else x.squeeze(),
