@@ -126,8 +126,10 @@ struct Printer {
   std::string text(int64_t dim, int64_t base, int64_t indent, const Formatter& format) const {
     const int64_t rank = static_cast<int64_t>(shape.size());
     if (dim == rank - 1) return vector_text(base, indent, format);
-    const std::string separator = "," + std::string(static_cast<size_t>(rank - dim - 1), '\n') +
-                                  std::string(static_cast<size_t>(indent + 1), ' ');
+    // Appended piece by piece: GCC 12 misreads "," + std::string(...) under -Wrestrict.
+    std::string separator = ",";
+    separator.append(static_cast<size_t>(rank - dim - 1), '\n');
+    separator.append(static_cast<size_t>(indent + 1), ' ');
     std::string out = "[";
     bool first = true;
     for (int64_t i : shown(shape[dim], summarize, options.edgeitems)) {

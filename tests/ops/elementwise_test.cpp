@@ -169,7 +169,10 @@ TEST(Binary, TypePromotionAndScalars) {
   EXPECT_EQ(add(i, 2).dtype(), DType::i64);
   EXPECT_EQ(add(i, 2.5).dtype(), DType::f32);
   EXPECT_EQ(div(i, i).dtype(), DType::f32);
-  EXPECT_EQ(add(f, make({1.0}, {}, DType::f64)).dtype(), DType::f64);
+  // A 0-d tensor does not raise the dtype within its category (PyTorch's
+  // result_type): f32 [3] + f64 [] is f32; two 0-d tensors promote fully.
+  EXPECT_EQ(add(f, make({1.0}, {}, DType::f64)).dtype(), DType::f32);
+  EXPECT_EQ(add(make({1.0}, {}, DType::f32), make({1.0}, {}, DType::f64)).dtype(), DType::f64);
   EXPECT_TRUE(all_close(div(i, 2), {0.5, 1.0, 1.5}));
   EXPECT_TRUE(all_close(sub(10, i), {9, 8, 7}));
   EXPECT_TRUE(all_close(div(6.0, f), {12, 12, 12}));

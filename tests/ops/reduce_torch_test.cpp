@@ -2,6 +2,8 @@
 // with indices, amax / amin, prod (zeros included), all / any,
 // count_nonzero, var_mean / std_mean; hand values beside them.
 
+#include <cmath>
+
 #include "testing.h"
 #include "torch_check.h"
 
