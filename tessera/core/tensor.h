@@ -135,6 +135,8 @@ class Tensor {
   bool requires_grad() const { return impl().requires_grad; }
   // Marks a floating leaf tensor as requiring gradients; returns *this.
   Tensor& set_requires_grad(bool value = true);
+  // libtorch's name for set_requires_grad.
+  Tensor& requires_grad_(bool value = true) { return set_requires_grad(value); }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   Tensor grad() const { return Tensor(impl().grad); }
   void set_grad(const Tensor& grad) { impl().grad = grad.impl_; }

@@ -28,6 +28,40 @@ int64_t rank_of(const TensorMeta& meta) {
   return static_cast<int64_t>(meta.shape.size());
 }
 
+// A gradient of index's shape, zero-padded to src's: entries of src beyond
+// index's extent were not used by the scatter.
+Tensor to_src_shape(const Tensor& picked, const Shape& src_shape) {
+  if (picked.shape() == src_shape) return picked;
+  std::vector<int64_t> pads;
+  for (int64_t d = picked.dim() - 1; d >= 0; --d) {
+    pads.push_back(0);
+    pads.push_back(src_shape[d] - picked.shape()[d]);
+  }
+  return pad(picked, pads);
+}
+
+// src narrowed to index's shape: the entries a scatter reads.
+Tensor slice_to(const Tensor& src, const Shape& shape) {
+  Tensor out = src;
+  for (int64_t d = 0; d < src.dim(); ++d) {
+    if (out.shape()[d] != shape[d]) out = out.narrow(d, 0, shape[d]);
+  }
+  return out;
+}
+
+// The scatters keep a dim split when x, index and src all have its full
+// extent there (each rank scatters its own rows).
+std::vector<SbpSignature> scatter_splits(const std::vector<TensorMeta>& in, int64_t dim) {
+  const Shape &x = in[0].shape, &index = in[1].shape, &src = in[2].shape;
+  std::vector<SbpSignature> signatures;
+  for (int64_t d = 0; d < rank_of(in[0]); ++d) {
+    if (d != dim && x[d] == index[d] && index[d] == src[d]) {
+      signatures.push_back({{Sbp::split(d), Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
+    }
+  }
+  return signatures;
+}
+
 const OpDef& embedding_op = register_op([] {
   OpDef def;
   def.name = "embedding";
@@ -136,13 +170,8 @@ const OpDef& scatter_add_op = register_op([] {
   };
   def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
-    const Shape &x = in[0].shape, &index = in[1].shape, &src = in[2].shape;
-    std::vector<SbpSignature> signatures;
-    for (int64_t d = 0; d < rank_of(in[0]); ++d) {
-      if (d != dim && x[d] == index[d] && index[d] == src[d]) {
-        signatures.push_back({{Sbp::split(d), Sbp::split(d), Sbp::split(d)}, {Sbp::split(d)}});
-      }
-    }
+    const Shape &index = in[1].shape, &src = in[2].shape;
+    std::vector<SbpSignature> signatures = scatter_splits(in, dim);
     signatures.push_back({{kPs, kB, kPs}, {kPs}});
     // Each rank adds its share of the entries to its partial x.
     if (index[dim] == src[dim]) {
@@ -155,19 +184,7 @@ const OpDef& scatter_add_op = register_op([] {
     std::vector<Tensor> grads(3);
     if (c.needs_input_grad(0)) grads[0] = g;
     if (c.needs_input_grad(2)) {
-      const Tensor& index = c.input(1);
-      Tensor picked = gather(g, c.attrs().i("dim"), index);
-      // Entries of src beyond index's extent were not used: zero gradient.
-      const Shape& src_shape = c.input_meta(2).shape;
-      if (src_shape != index.shape()) {
-        std::vector<int64_t> pads;
-        for (int64_t d = index.dim() - 1; d >= 0; --d) {
-          pads.push_back(0);
-          pads.push_back(src_shape[d] - index.shape()[d]);
-        }
-        picked = pad(picked, pads);
-      }
-      grads[2] = picked;
+      grads[2] = to_src_shape(gather(g, c.attrs().i("dim"), c.input(1)), c.input_meta(2).shape);
     }
     return grads;
   };
@@ -206,6 +223,96 @@ const OpDef& index_add_op = register_op([] {
   return def;
 }());
 
+const OpDef& scatter_op = register_op([] {
+  OpDef def;
+  def.name = "scatter";
+  def.torch_name = "torch.scatter";
+  def.signature = "scatter(x, dim, index, src | value)";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in[0]};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return scatter_splits(in, attrs.i("dim"));
+  };
+  def.grad = [](const GradContext& c) {
+    const Tensor& g = c.grad_output(0);
+    const int64_t dim = c.attrs().i("dim");
+    std::vector<Tensor> grads(3);
+    // Overwritten entries of x get no gradient; each written one routes it to src.
+    if (c.needs_input_grad(0)) grads[0] = scatter(g, dim, c.input(1), 0.0);
+    if (c.needs_input_grad(2)) {
+      grads[2] = to_src_shape(gather(g, dim, c.input(1)), c.input_meta(2).shape);
+    }
+    return grads;
+  };
+  return def;
+}());
+
+// The gradient of scatter_reduce, as PyTorch 1.13 defines it: prod divides
+// out the entry (with zeros handled exactly), mean divides by the count,
+// amax/amin share the gradient evenly among the entries equal to the result.
+std::vector<Tensor> scatter_reduce_grad(const GradContext& c) {
+  const Tensor& g = c.grad_output(0);
+  const Tensor& x = c.input(0);
+  const Tensor& index = c.input(1);
+  const Tensor src = slice_to(c.input(2), index.shape());
+  const int64_t dim = c.attrs().i("dim");
+  const std::string& reduce = c.attrs().get<std::string>("reduce");
+  const bool include_self = c.attrs().b("include_self");
+  Tensor grad_x, grad_src;
+  if (reduce == "sum") {
+    grad_x = g;
+    grad_src = gather(g, dim, index);
+  } else if (reduce == "mean") {
+    Tensor count = include_self ? ones_like(g) : zeros_like(g);
+    count = scatter_add(count, dim, index, ones_like(src));
+    count = masked_fill(count, eq(count, 0.0), 1.0);
+    grad_x = div(g, count);
+    grad_src = div(gather(g, dim, index), gather(count, dim, index));
+  } else if (reduce == "prod") {
+    Tensor result = c.output(0);
+    // Products without the entry itself, computed exactly when it is zero.
+    Tensor masked_x = masked_fill(x, eq(x, 0.0), 1.0);
+    Tensor masked_x_result = scatter_reduce(masked_x, dim, index, src, reduce, include_self);
+    grad_x = div(mul(g, masked_x_result), masked_x);
+    Tensor src_zero = eq(src, 0.0);
+    Tensor zeros_at = gather(scatter_add(zeros_like(x), dim, index, src_zero.to(x.dtype())), dim,
+                             index);
+    Tensor single_zero = logical_and(src_zero, eq(zeros_at, 1.0));
+    Tensor masked_src = masked_fill(src, single_zero, 1.0);
+    Tensor masked_src_result = scatter_reduce(x, dim, index, masked_src, reduce, include_self);
+    grad_src = where(single_zero, gather(mul(g, masked_src_result), dim, index),
+                     div(gather(mul(g, result), dim, index), masked_fill(src, src_zero, 1.0)));
+  } else {  // amax, amin
+    Tensor result = c.output(0);
+    Tensor value = gather(result, dim, index);
+    Tensor x_is_result = eq(x, result).to(x.dtype());
+    Tensor src_is_result = eq(src, value).to(x.dtype());
+    Tensor shares = scatter_add(x_is_result, dim, index, src_is_result);
+    Tensor distributed = div(g, shares);
+    grad_x = mul(x_is_result, distributed);
+    grad_src = mul(src_is_result, gather(distributed, dim, index));
+  }
+  if (!include_self) grad_x = scatter(grad_x, dim, index, 0.0);
+  return {grad_x, Tensor(), to_src_shape(grad_src, c.input_meta(2).shape)};
+}
+
+const OpDef& scatter_reduce_op = register_op([] {
+  OpDef def;
+  def.name = "scatter_reduce";
+  def.torch_name = "torch.scatter_reduce";
+  def.signature = "scatter_reduce(x, dim, index, src, reduce, include_self)";
+  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{in[0]};
+  };
+  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    return scatter_splits(in, attrs.i("dim"));
+  };
+  def.saves_outputs = true;
+  def.grad = scatter_reduce_grad;
+  return def;
+}());
+
 void check_index(const Tensor& index, const char* op) {
   TESSERA_CHECK(index.defined(), "[", op, "] index is an undefined tensor");
   TESSERA_CHECK(index.dtype() == DType::i64 || index.dtype() == DType::i32, "[", op,
@@ -229,6 +336,40 @@ Tensor as_index_vector(const Tensor& index, const char* op) {
 // index ops; the result takes the 0-d shape back.
 Tensor as_vector_if_scalar(const Tensor& x) {
   return x.defined() && x.dim() == 0 ? x.reshape({1}) : x;
+}
+
+// True when a scatter's operands are 0-d or 1-D with at least one 0-d:
+// PyTorch treats them as 1-D tensors of one element.
+bool is_scalar_scatter(const Tensor& x, const Tensor& index, const Tensor& src) {
+  return x.defined() && index.defined() && src.defined() &&
+         (x.dim() == 0 || index.dim() == 0 || src.dim() == 0) && x.dim() <= 1 &&
+         index.dim() <= 1 && src.dim() <= 1;
+}
+
+// Checks a scatter's operands (torch.scatter's rules) and returns dim in [0, x.dim()).
+int64_t check_scatter(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                      const Tensor& src) {
+  check_has_dims(x, op, "x");
+  check_has_dims(src, op, "src");
+  check_index(index, op);
+  TESSERA_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), "[", op,
+                "] x, index and src must have the same number of dims, got ",
+                shape_str(x.shape()), ", ", shape_str(index.shape()), " and ",
+                shape_str(src.shape()));
+  int64_t d = normalize_dim(dim, x.dim(), op);
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    TESSERA_CHECK(
+        index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= x.shape()[k]), "[",
+        op, "] index shape ", shape_str(index.shape()), " does not fit in dim ", k, " (x ",
+        shape_str(x.shape()), ", src ", shape_str(src.shape()),
+        "); index.size(k) must be <= src.size(k), and <= x.size(k) for k != dim (", d, ")");
+  }
+  return d;
+}
+
+void check_same_dtype(const char* op, const Tensor& x, const Tensor& src) {
+  TESSERA_CHECK(x.dtype() == src.dtype(), "[", op, "] expects src of x's dtype ",
+                dtype_name(x.dtype()), ", got ", dtype_name(src.dtype()));
 }
 
 // Casts a and b to their promoted dtype.
@@ -289,31 +430,60 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  if (x.defined() && index.defined() && src.defined() &&
-      (x.dim() == 0 || index.dim() == 0 || src.dim() == 0) && x.dim() <= 1 && index.dim() <= 1 &&
-      src.dim() <= 1) {
+  if (is_scalar_scatter(x, index, src)) {
     normalize_dim(dim, 1, "scatter_add");
     return scatter_add(as_vector_if_scalar(x), 0, as_vector_if_scalar(index),
                        as_vector_if_scalar(src))
         .reshape(x.shape());
   }
-  check_has_dims(x, "scatter_add", "x");
-  check_has_dims(src, "scatter_add", "src");
-  check_index(index, "scatter_add");
-  TESSERA_CHECK(index.dim() == x.dim() && src.dim() == x.dim(),
-                "[scatter_add] x, index and src must have the same number of dims, got ",
-                shape_str(x.shape()), ", ", shape_str(index.shape()), " and ",
-                shape_str(src.shape()));
-  int64_t d = normalize_dim(dim, x.dim(), "scatter_add");
-  for (int64_t k = 0; k < x.dim(); ++k) {
-    TESSERA_CHECK(
-        index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= x.shape()[k]),
-        "[scatter_add] index shape ", shape_str(index.shape()), " does not fit in dim ", k, " (x ",
-        shape_str(x.shape()), ", src ", shape_str(src.shape()),
-        "); index.size(k) must be <= src.size(k), and <= x.size(k) for k != dim (", d, ")");
-  }
+  int64_t d = check_scatter("scatter_add", x, dim, index, src);
   auto [px, psrc] = promote_pair(x, src);
   return call1(scatter_add_op, {px, index, psrc}, {{"dim", d}});
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (is_scalar_scatter(x, index, src)) {
+    normalize_dim(dim, 1, "scatter");
+    return scatter(as_vector_if_scalar(x), 0, as_vector_if_scalar(index), as_vector_if_scalar(src))
+        .reshape(x.shape());
+  }
+  int64_t d = check_scatter("scatter", x, dim, index, src);
+  check_same_dtype("scatter", x, src);
+  return call1(scatter_op, {x, index, src}, {{"dim", d}});
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  TESSERA_CHECK(x.defined(), "[scatter] x is an undefined tensor");
+  check_index(index, "scatter");
+  return scatter(x, dim, index, full(index.shape(), value, x.dtype()));
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+               const std::string& reduce) {
+  TESSERA_CHECK(reduce == "add" || reduce == "multiply", "[scatter] unknown reduce '", reduce,
+                "'; valid: add, multiply (or scatter_reduce for sum, prod, mean, amax, amin)");
+  return scatter_reduce(x, dim, index, src, reduce == "add" ? "sum" : "prod", true);
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                      const std::string& reduce, bool include_self) {
+  TESSERA_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" ||
+                    reduce == "amin",
+                "[scatter_reduce] unknown reduce '", reduce,
+                "'; valid: sum, prod, mean, amax, amin");
+  if (is_scalar_scatter(x, index, src)) {
+    normalize_dim(dim, 1, "scatter_reduce");
+    return scatter_reduce(as_vector_if_scalar(x), 0, as_vector_if_scalar(index),
+                          as_vector_if_scalar(src), reduce, include_self)
+        .reshape(x.shape());
+  }
+  int64_t d = check_scatter("scatter_reduce", x, dim, index, src);
+  check_same_dtype("scatter_reduce", x, src);
+  TESSERA_CHECK(x.dtype() != DType::boolean && x.dtype() != DType::bf16 && x.dtype() != DType::f16,
+                "[scatter_reduce] no kernel for dtype ", dtype_name(x.dtype()),
+                "; supported: f32, f64, i64, i32, u8");
+  return call1(scatter_reduce_op, {x, index, src},
+               {{"dim", d}, {"reduce", reduce}, {"include_self", include_self}});
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,

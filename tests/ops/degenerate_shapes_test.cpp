@@ -159,6 +159,14 @@ const std::map<std::string, Family>& families() {
        [](const Tensor& x, const Args& a) {
          return scatter_add(x, a[0], zeros(x.shape(), DType::i64), x);
        }},
+      {"scatter",
+       [](const Tensor& x, const Args& a) {
+         return scatter(x, a[0], zeros(x.shape(), DType::i64), x);
+       }},
+      {"scatter_reduce",
+       [](const Tensor& x, const Args& a) {
+         return scatter_reduce(x, a[0], zeros(x.shape(), DType::i64), x, "mean", false);
+       }},
       {"embedding",
        [](const Tensor& x, const Args&) {
          return embedding(x, Tensor::from_vector<int64_t>({0, 0}, {2}));
@@ -279,6 +287,8 @@ std::vector<Case> all_cases() {
     for (int64_t d : dims_to_try(ndim)) {
       add("index_add", {d});
       add("scatter_add", {d});
+      add("scatter", {d});
+      add("scatter_reduce", {d});
     }
     add("pad", {1, 1});
     add("pad", {-1, 0});
@@ -389,7 +399,7 @@ std::string* DegenerateShapes::skip_reason_ = nullptr;
 // gives a result; each with the reason.
 std::string documented_divergence(const Case& c) {
   if ((c.family == "index_select" || c.family == "gather" || c.family == "index_add" ||
-       c.family == "scatter_add") &&
+       c.family == "scatter_add" || c.family == "scatter" || c.family == "scatter_reduce") &&
       c.shape.empty()) {
     return "the indexing ops require x to have at least one dim";
   }
@@ -476,6 +486,7 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "searchsorted",
 
       // shape and indexing (issue 11)
+      "scatter", "scatter_reduce",
 
       // convolution, pooling and padding (issue 11)
       "max_pool2d_with_indices", "adaptive_max_pool2d", "adaptive_avg_pool2d", "unfold", "fold",

@@ -136,6 +136,9 @@ FAMILIES = {
     "pad": lambda x, a: torch.nn.functional.pad(x, (a[0], a[1])),
     "index_add": lambda x, a: x.index_add(a[0], torch.tensor([0]), index_source(x, a[0])),
     "scatter_add": lambda x, a: x.scatter_add(a[0], torch.zeros_like(x, dtype=torch.long), x),
+    "scatter": lambda x, a: x.scatter(a[0], torch.zeros_like(x, dtype=torch.long), x),
+    "scatter_reduce": lambda x, a: x.scatter_reduce(a[0], torch.zeros_like(x, dtype=torch.long), x,
+                                                    "mean", include_self=False),
     "embedding": lambda x, a: torch.nn.functional.embedding(torch.tensor([0, 0]), x),
     "cross_entropy": lambda x, a: torch.nn.functional.cross_entropy(
         x, torch.zeros(x.shape[:1] if x.dim() == 2 else (), dtype=torch.long)),

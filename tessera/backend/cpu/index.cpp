@@ -5,7 +5,10 @@
 // fibre of the other coordinates, and fibres are split across threads, so
 // every output element is accumulated by one thread in a fixed order.
 
+#include <cmath>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "tessera/backend/cpu/data_movement.h"
 #include "tessera/ops/op.h"
@@ -271,6 +274,157 @@ void index_add_kernel(KernelContext& ctx) {
   run_scatter(ctx, source.shape(), index_strides, index, source, ctx.attrs.f("alpha"));
 }
 
+// How scatter and scatter_reduce combine an entry of src with out.
+enum class Combine { assign, sum, prod, mean, amax, amin };
+
+Combine combine_from(const std::string& reduce) {
+  if (reduce == "sum") return Combine::sum;
+  if (reduce == "prod") return Combine::prod;
+  if (reduce == "mean") return Combine::mean;
+  if (reduce == "amax") return Combine::amax;
+  if (reduce == "amin") return Combine::amin;
+  TESSERA_FAIL("[scatter_reduce] unknown reduce '", reduce,
+               "'; valid: sum, prod, mean, amax, amin");
+}
+
+template <typename T>
+bool is_nan(T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(value);
+  } else {
+    return false;
+  }
+}
+
+// Calls fn(out offset, src value) for every entry of index (the scatter's
+// extent) on a copy of x in ctx.outputs[0]. Each out element is reached by
+// one fibre, walked in index order, so the result is deterministic.
+template <typename T, typename I, typename Fn>
+void walk_scatter(KernelContext& ctx, Fn&& fn) {
+  const Tensor& index = ctx.inputs[1];
+  const Tensor& src = ctx.inputs[2];
+  Tensor& out = ctx.outputs[0];
+  const std::string& op = ctx.op.name;
+  const int64_t dim = ctx.attrs.i("dim");
+  const int64_t size = out.shape()[dim];
+  const int64_t length = index.shape()[dim];
+  const int64_t out_dim_stride = out.strides()[dim];
+  const int64_t index_dim_stride = index.strides()[dim];
+  const int64_t src_dim_stride = src.strides()[dim];
+  Shape fibres = index.shape();
+  fibres[dim] = 1;
+  auto loop = make_loop<3>(fibres, {out.strides(), index.strides(), src.strides()},
+                           {out.offset(), index.offset(), src.offset()});
+  const I* index_base = storage_ptr<I>(index);
+  const T* src_base = storage_ptr<T>(src);
+  for_each_weighted_run(loop, length,
+                        [&](const std::array<int64_t, 3>& offsets,
+                            const std::array<int64_t, 3>& strides, int64_t n) {
+                          for (int64_t i = 0; i < n; ++i) {
+                            const I* pi = index_base + offsets[1] + i * strides[1];
+                            const T* ps = src_base + offsets[2] + i * strides[2];
+                            const int64_t po = offsets[0] + i * strides[0];
+                            for (int64_t j = 0; j < length; ++j) {
+                              const int64_t v = pi[j * index_dim_stride];
+                              if (v < 0 || v >= size) bad_index(op, v, dim, size);
+                              fn(po + v * out_dim_stride, ps[j * src_dim_stride]);
+                            }
+                          }
+                        });
+}
+
+// Copies x to the output; false (after checking the indices) when index is empty.
+bool start_scatter(KernelContext& ctx) {
+  const Tensor& index = ctx.inputs[1];
+  copy_into(ctx.inputs[0], ctx.outputs[0]);
+  if (index.numel() > 0) return true;
+  const int64_t dim = ctx.attrs.i("dim");
+  dispatch_index(index.dtype(), [&](auto tag) {
+    validate_index<decltype(tag)>(ctx.op.name, index, dim, ctx.outputs[0].shape()[dim]);
+  });
+  return false;
+}
+
+void scatter_kernel(KernelContext& ctx) {
+  if (!start_scatter(ctx)) return;
+  dispatch_by_size(ctx.outputs[0].dtype(), [&](auto value_tag) {
+    using T = decltype(value_tag);
+    dispatch_index(ctx.inputs[1].dtype(), [&](auto index_tag) {
+      T* out = storage_ptr<T>(ctx.outputs[0]);
+      walk_scatter<T, decltype(index_tag)>(ctx, [out](int64_t p, T value) { out[p] = value; });
+    });
+  });
+}
+
+// out[p] = reduce(out[p] (unless !include_self), every src entry sent to p).
+// Entries reaching p are counted (out is a fresh contiguous tensor) for the
+// mean and for replacing x's value on the first entry when !include_self.
+void scatter_reduce_kernel(KernelContext& ctx) {
+  if (!start_scatter(ctx)) return;
+  const Combine combine = combine_from(ctx.attrs.get<std::string>("reduce"));
+  const bool include_self = ctx.attrs.b("include_self");
+  Tensor& out = ctx.outputs[0];
+  const bool counted = combine == Combine::mean || !include_self;
+  std::vector<int32_t> hits(counted ? static_cast<size_t>(out.numel()) : 0, 0);
+  TESSERA_DISPATCH_NUMERIC(out.dtype(), "scatter_reduce", [&] {
+    using T = scalar_t;
+    T* base = storage_ptr<T>(out);
+    const int64_t first = out.offset();
+    auto reduce_one = [combine](T& slot, T value) {
+      switch (combine) {
+        case Combine::sum:
+        case Combine::mean:
+          slot = static_cast<T>(slot + value);
+          break;
+        case Combine::prod:
+          slot = static_cast<T>(slot * value);
+          break;
+        case Combine::amax:
+          if (is_nan(value) || value > slot) slot = value;
+          break;
+        case Combine::amin:
+          if (is_nan(value) || value < slot) slot = value;
+          break;
+        case Combine::assign:
+          slot = value;
+          break;
+      }
+    };
+    dispatch_index(ctx.inputs[1].dtype(), [&](auto index_tag) {
+      walk_scatter<T, decltype(index_tag)>(ctx, [&](int64_t p, T value) {
+        if (!counted) {
+          reduce_one(base[p], value);
+          return;
+        }
+        int32_t& count = hits[static_cast<size_t>(p - first)];
+        if (count == 0 && !include_self) {
+          base[p] = value;
+        } else {
+          reduce_one(base[p], value);
+        }
+        ++count;
+      });
+    });
+    if (combine != Combine::mean) return;
+    parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t k = lo; k < hi; ++k) {
+        const int32_t count = hits[static_cast<size_t>(k)] + (include_self ? 1 : 0);
+        if (hits[static_cast<size_t>(k)] == 0 || count == 1) continue;
+        T& slot = base[first + k];
+        if constexpr (std::is_floating_point_v<T>) {
+          slot = static_cast<T>(slot / static_cast<T>(count));
+        } else {
+          // Integer means round down, as PyTorch's floor division does.
+          const auto total = static_cast<int64_t>(slot);
+          int64_t q = total / count;
+          if (total % count != 0 && total < 0) --q;
+          slot = static_cast<T>(q);
+        }
+      }
+    });
+  });
+}
+
 #define TESSERA_ALL_DTYPES                                                                     \
   ::tessera::DType::f32, ::tessera::DType::f64, ::tessera::DType::bf16, ::tessera::DType::f16, \
       ::tessera::DType::i64, ::tessera::DType::i32, ::tessera::DType::u8,                      \
@@ -284,6 +438,8 @@ TESSERA_REGISTER_KERNEL("index_select", cpu, index_select_kernel, TESSERA_ALL_DT
 TESSERA_REGISTER_KERNEL("gather", cpu, gather_kernel, TESSERA_ALL_DTYPES);
 TESSERA_REGISTER_KERNEL("scatter_add", cpu, scatter_add_kernel, TESSERA_SUM_DTYPES);
 TESSERA_REGISTER_KERNEL("index_add", cpu, index_add_kernel, TESSERA_SUM_DTYPES);
+TESSERA_REGISTER_KERNEL("scatter", cpu, scatter_kernel, TESSERA_ALL_DTYPES);
+TESSERA_REGISTER_KERNEL("scatter_reduce", cpu, scatter_reduce_kernel, TESSERA_SUM_DTYPES);
 
 }  // namespace
 
