@@ -154,13 +154,16 @@ TEST(MpiFailureTest, PeerLeavingWithStatusZeroIsNamedAtOnce) {
   // the others, so without its announcement they would wait out the 20 s.
   MpirunResult result = mpirun(path, 3, "leave_early", "TESSERA_TIMEOUT_S=20");
   EXPECT_NE(result.status, 0) << result.output;
+  // The message is the one of the announcement path: a survivor that waited
+  // out its 20 s timeout says "timed out" instead. How long mpirun then
+  // takes to tear the job down is OpenMPI's, and is not asserted.
   for (int rank : {0, 1}) {
     EXPECT_NE(result.output.find("[all_reduce] rank " + std::to_string(rank) +
                                  " of 3 lost rank 2 (its program ended)"),
               std::string::npos)
         << result.output;
   }
-  EXPECT_LT(result.elapsed, std::chrono::seconds(15));
+  EXPECT_EQ(result.output.find("timed out"), std::string::npos) << result.output;
 }
 
 TEST(BackendSelectionTest, DefaultsAndNames) {
