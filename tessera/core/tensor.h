@@ -209,8 +209,9 @@ class Tensor {
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
+  Tensor softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor norm(double p = 2.0, const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor neg() const;
   Tensor abs() const;
   Tensor exp() const;
@@ -366,9 +367,10 @@ class Tensor {
   Tensor& trunc_();
   // libtorch's indexing (ops/indexing.h): x.index({Slice(1, 3), None, 0}).
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  // Writes `value` (broadcast, cast) where index() selects; basic indices
-  // only (integers, slices, None, Ellipsis) for now.
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  // Writes `value` (broadcast, cast) where index() selects, as Python's
+  // x[indices] = value; with accumulate, adds it, duplicates included.
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value,
+                     bool accumulate = false);
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
 
   TensorImpl& impl() const {

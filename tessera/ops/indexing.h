@@ -1,13 +1,16 @@
 #pragma once
 
 // libtorch's indexing API: x.index({Slice(), 0}), x.index({Slice(1, 3), None,
-// Ellipsis}), x.index({index_tensor}), x.index({bool_mask}) and
-// x.index_put_({Slice(1, 3)}, y), with tessera::indexing::{Slice, None,
-// Ellipsis} as in torch::indexing.
+// Ellipsis}), x.index({rows, cols}) with index tensors, x.index({bool_mask})
+// and x.index_put_({mask}, y), with tessera::indexing::{Slice, None,
+// Ellipsis} as in torch::indexing. Index tensors follow PyTorch's advanced
+// indexing: they broadcast together, and their dims replace the indexed
+// ones in place when those are adjacent, else at the front.
 
 #include <cstdint>
 #include <optional>
 #include <variant>
+#include <vector>
 
 #include "tessera/core/tensor.h"
 
@@ -57,3 +60,14 @@ class TensorIndex {
 };
 
 }  // namespace tessera::indexing
+
+namespace tessera {
+
+// torch.index_put, out of place: x with `values` (broadcast to the
+// selection, cast to x's dtype) written where x.index(indices) selects, or
+// added there with accumulate (repeated positions add up; without
+// accumulate the last one in index order wins).
+Tensor index_put(const Tensor& x, const std::vector<indexing::TensorIndex>& indices,
+                 const Tensor& values, bool accumulate = false);
+
+}  // namespace tessera

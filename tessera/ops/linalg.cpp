@@ -3,6 +3,8 @@
 #include "tessera/ops/linalg.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "tessera/ops/concat.h"
 #include "tessera/ops/creation.h"
@@ -221,6 +223,76 @@ Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
     if (shape[d] == 3) return linalg_cross(a, b, static_cast<int64_t>(d));
   }
   TESSERA_FAIL("[cross] no dim of size 3 in shape ", shape_str(shape), "; pass dim");
+}
+
+namespace {
+
+// s^(1/ord) with a zero gradient where s is zero (the root's slope there is
+// infinite, and PyTorch defines the norm's gradient at zero as zero).
+Tensor safe_root(const Tensor& s, double ord) {
+  const Tensor zero = eq(s, 0.0);
+  const Tensor base = where(zero, ones_like(s), s);
+  const Tensor root = ord == 2.0 ? sqrt(base) : pow(base, 1.0 / ord);
+  return where(zero, zeros_like(s), root);
+}
+
+}  // namespace
+
+Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,
+                   std::optional<DType> dtype) {
+  TESSERA_CHECK(x.defined(), "[vector_norm] got an undefined tensor");
+  TESSERA_CHECK(is_floating(x.dtype()), "[vector_norm] expects a floating input, got ",
+                dtype_name(x.dtype()), " of shape ", shape_str(x.shape()));
+  if (dtype) {
+    TESSERA_CHECK(is_floating(*dtype), "[vector_norm] dtype must be floating, got ",
+                  dtype_name(*dtype));
+    TESSERA_CHECK(promote_types(x.dtype(), *dtype) == *dtype, "[vector_norm] the input's dtype ",
+                  dtype_name(x.dtype()), " does not convert to dtype ", dtype_name(*dtype),
+                  " without narrowing");
+  }
+  TESSERA_CHECK(!std::isnan(ord), "[vector_norm] ord must be a number, got nan");
+  const Tensor v = dtype ? x.to(*dtype) : x;
+  if (ord < 0 || std::isinf(ord)) {
+    // max, min and negative powers have no identity: no empty reductions.
+    std::vector<int64_t> reduced = dims;
+    if (reduced.empty()) {
+      for (int64_t d = 0; d < v.dim(); ++d) reduced.push_back(d);
+    }
+    const bool empty = v.dim() == 0 ? false : v.numel() == 0;
+    for (int64_t d : reduced) {
+      const int64_t wrapped = normalize_dim(d, std::max<int64_t>(v.dim(), 1), "vector_norm");
+      TESSERA_CHECK(!(v.dim() > 0 && v.shape()[wrapped] == 0) && !(dims.empty() && empty),
+                    "[vector_norm] cannot compute the ", ord, " norm over the empty dim ", d,
+                    " of shape ", shape_str(v.shape()), ": the reduction has no identity");
+    }
+  }
+  const Tensor a = abs(v);
+  if (std::isinf(ord)) return ord > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
+  if (ord == 0.0) return sum(ne(v, 0.0).to(v.dtype()), dims, keepdim);
+  if (ord == 1.0) return sum(a, dims, keepdim);
+  if (ord == 2.0) return safe_root(sum(mul(v, v), dims, keepdim), 2.0);
+  if (ord > 1.0) return safe_root(sum(pow(a, ord), dims, keepdim), ord);
+  // 0 < ord < 1 and ord < 0: |x|^ord has an infinite slope (or value) at
+  // zero, so zeros take their limit directly: 0 for ord > 0, and inf for
+  // ord < 0 (which makes the norm 0).
+  const Tensor nonzero = ne(a, 0.0);
+  const Tensor powered = pow(where(nonzero, a, ones_like(a)), ord);
+  const double at_zero = ord > 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return safe_root(sum(where(nonzero, powered, at_zero), dims, keepdim), ord);
+}
+
+Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  return vector_norm(x, p, dims, keepdim);
+}
+
+Tensor norm(const Tensor& x, const std::string& p, const std::vector<int64_t>& dims,
+            bool keepdim) {
+  TESSERA_CHECK(p == "fro", "[norm] p='", p, "' is not supported; valid: 'fro' or a number",
+                p == "nuc" ? " (the nuclear norm needs an SVD, which Tessera does not have yet)"
+                           : "");
+  TESSERA_CHECK(dims.size() <= 2, "[norm] the Frobenius norm takes at most 2 dims, got ",
+                dims.size());
+  return vector_norm(x, 2.0, dims, keepdim);
 }
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tessera/core/tensor.h"
@@ -53,5 +54,18 @@ Tensor trace(const Tensor& x);
 Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim = std::nullopt);
 // torch.linalg.cross: along dim, -1 by default.
 Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
+
+// torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dims (all when empty);
+// ord = inf is max |x|, -inf min |x|, 0 the count of nonzeros. x is cast to
+// dtype first when given. The gradient at a zero norm is zero, as PyTorch's.
+Tensor vector_norm(const Tensor& x, double ord = 2.0, const std::vector<int64_t>& dims = {},
+                   bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+// torch.norm with a numeric p: vector_norm over dims (all when empty).
+Tensor norm(const Tensor& x, double p = 2.0, const std::vector<int64_t>& dims = {},
+            bool keepdim = false);
+// torch.norm with p = "fro" (the 2-norm over dims, all when empty); "nuc"
+// and other matrix norms are not implemented and raise.
+Tensor norm(const Tensor& x, const std::string& p, const std::vector<int64_t>& dims = {},
+            bool keepdim = false);
 
 }  // namespace tessera

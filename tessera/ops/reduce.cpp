@@ -183,6 +183,16 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   return div(sum(x, normalized, keepdim), static_cast<double>(reduced_count(x, normalized)));
 }
 
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  TESSERA_CHECK(x.defined(), "[sum] got an undefined tensor");
+  return sum(dtype ? x.to(*dtype) : x, dims, keepdim);
+}
+
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  TESSERA_CHECK(x.defined(), "[mean] got an undefined tensor");
+  return mean(dtype ? x.to(*dtype) : x, dims, keepdim);
+}
+
 Tensor max(const Tensor& x, const Dims& dims, bool keepdim) { return extremum(max_op, x, dims, keepdim); }
 Tensor min(const Tensor& x, const Dims& dims, bool keepdim) { return extremum(min_op, x, dims, keepdim); }
 

@@ -15,6 +15,10 @@ using Dims = std::vector<int64_t>;
 // Integer and bool inputs sum to i64 (as PyTorch); floating keep their dtype.
 Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+// dtype=: x is cast to dtype before reducing (torch.sum(x, dtype=...)),
+// e.g. to sum f16 values in f32, or to average an integer tensor.
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype);
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype);
 // Maximum / minimum values (torch.amax / amin); ties share the gradient.
 Tensor max(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor min(const Tensor& x, const Dims& dims = {}, bool keepdim = false);

@@ -72,14 +72,23 @@ Tensor apply(const OpDef& op, const Tensor& x, int64_t dim) {
   return call1(op, {x}, {{"dim", d}});
 }
 
-}  // namespace
-
-Tensor softmax(const Tensor& x, int64_t dim) {
-  return apply(softmax_op, x, dim);
+// dtype=: x is cast before the op (so a half input is computed in f32).
+Tensor cast_for(const char* op, const Tensor& x, std::optional<DType> dtype) {
+  if (!dtype) return x;
+  TESSERA_CHECK(x.defined(), "[", op, "] got an undefined tensor");
+  TESSERA_CHECK(is_floating(*dtype), "[", op, "] dtype must be floating, got ",
+                dtype_name(*dtype));
+  return x.to(*dtype);
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return apply(log_softmax_op, x, dim);
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return apply(softmax_op, cast_for("softmax", x, dtype), dim);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return apply(log_softmax_op, cast_for("log_softmax", x, dtype), dim);
 }
 
 }  // namespace tessera

@@ -33,8 +33,15 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
   return tessera::argmin(*this, dim, keepdim);
 }
 Tensor Tensor::matmul(const Tensor& other) const { return tessera::matmul(*this, other); }
-Tensor Tensor::softmax(int64_t dim) const { return tessera::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return tessera::log_softmax(*this, dim); }
+Tensor Tensor::softmax(int64_t dim, std::optional<DType> dtype) const {
+  return tessera::softmax(*this, dim, dtype);
+}
+Tensor Tensor::log_softmax(int64_t dim, std::optional<DType> dtype) const {
+  return tessera::log_softmax(*this, dim, dtype);
+}
+Tensor Tensor::norm(double p, const std::vector<int64_t>& dims, bool keepdim) const {
+  return tessera::norm(*this, p, dims, keepdim);
+}
 Tensor Tensor::neg() const { return tessera::neg(*this); }
 Tensor Tensor::abs() const { return tessera::abs(*this); }
 Tensor Tensor::exp() const { return tessera::exp(*this); }

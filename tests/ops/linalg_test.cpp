@@ -81,5 +81,62 @@ TEST(LinalgTorch, DiagonalsAndCross) {
                           [](const V& x) { return linalg_cross(x[0], x[1]); }));
 }
 
+TEST(LinalgTorch, VectorNorm) {
+  for (const char* ord : {"2", "1", "3", "0.5", "inf", "-inf", "0", "-1"}) {
+    const std::string o = ord;
+    const double p = o == "inf" ? INFINITY : o == "-inf" ? -INFINITY : std::stod(o);
+    const std::string ord_text = o == "inf" ? "math.inf" : o == "-inf" ? "-math.inf" : o;
+    EXPECT_TRUE(sweep_torch("torch.linalg.vector_norm(a, " + ord_text + ")",
+                            {{{3, 4}}, {{5}}, {{}}},
+                            [p](const V& x) { return vector_norm(x[0], p); }))
+        << ord;
+    EXPECT_TRUE(sweep_torch("torch.linalg.vector_norm(a, " + ord_text + ", dim=(0, -1), keepdim=True)",
+                            {{{2, 3, 4}}},
+                            [p](const V& x) { return vector_norm(x[0], p, {0, -1}, true); }))
+        << ord;
+    // Zero vectors: PyTorch's gradient there is zero; empty reductions.
+    EXPECT_TRUE(matches_torch("torch.linalg.vector_norm(a, " + ord_text + ", dim=1)",
+                              {zeros({2, 3}, DType::f64)},
+                              [p](const V& x) { return vector_norm(x[0], p, {1}); }))
+        << ord;
+    EXPECT_TRUE(matches_torch("torch.linalg.vector_norm(a, " + ord_text + ", dim=0)",
+                              {zeros({0, 3}, DType::f64)},
+                              [p](const V& x) { return vector_norm(x[0], p, {0}); }))
+        << ord;
+  }
+  EXPECT_TRUE(matches_torch("torch.linalg.vector_norm(a, dtype=torch.float64)",
+                            {uniform({4}).to(DType::f32)},
+                            [](const V& x) { return vector_norm(x[0], 2, {}, false, DType::f64); }));
+  EXPECT_TRUE(matches_torch("torch.linalg.vector_norm(a, dtype=torch.float32)", {uniform({4})},
+                            [](const V& x) { return vector_norm(x[0], 2, {}, false, DType::f32); }));
+  EXPECT_TRUE(matches_torch("torch.linalg.vector_norm(a)", {Tensor::from_vector<int64_t>({3, 4}, {2})},
+                            [](const V& x) { return vector_norm(x[0]); }));
+  EXPECT_TRUE(sweep_torch("torch.norm(a)", {{{3, 4}}}, [](const V& x) { return norm(x[0]); }));
+  EXPECT_TRUE(sweep_torch("torch.norm(a, p='fro', dim=(0, 1))", {{{3, 4, 2}}},
+                          [](const V& x) { return norm(x[0], "fro", {0, 1}); }));
+  EXPECT_TRUE(sweep_torch("torch.norm(a, 1, dim=1, keepdim=True)", {{{3, 4}}},
+                          [](const V& x) { return norm(x[0], 1, {1}, true); }));
+  EXPECT_TRUE(sweep_torch("a.norm(3, dim=0)", {{{3, 4}}},
+                          [](const V& x) { return x[0].norm(3, {0}); }));
+  EXPECT_HAS(error_of([] { norm(uniform({2, 2}), "nuc"); }), "[norm] p='nuc' is not supported");
+}
+
+TEST(SoftmaxAndSumDtype, CastBeforeTheOp) {
+  Tensor x = uniform({3, 4}).to(DType::f32);
+  EXPECT_TRUE(matches_torch("torch.softmax(a, 1, dtype=torch.float64)", {x},
+                            [](const V& v) { return softmax(v[0], 1, DType::f64); }));
+  EXPECT_TRUE(matches_torch("torch.log_softmax(a, 0, dtype=torch.float64)", {x},
+                            [](const V& v) { return log_softmax(v[0], 0, DType::f64); }));
+  EXPECT_TRUE(matches_torch("a.softmax(-1, dtype=torch.float64)", {x},
+                            [](const V& v) { return v[0].softmax(-1, DType::f64); }));
+  Tensor ints = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_TRUE(matches_torch("torch.sum(a, (1,), False, dtype=torch.float32)", {ints},
+                            [](const V& v) { return sum(v[0], {1}, false, DType::f32); }));
+  EXPECT_TRUE(matches_torch("torch.mean(a, (0,), True, dtype=torch.float64)", {ints},
+                            [](const V& v) { return mean(v[0], {0}, true, DType::f64); }));
+  EXPECT_TRUE(matches_torch("torch.softmax(a, 1, dtype=torch.float64)", {ints},
+                            [](const V& v) { return softmax(v[0], 1, DType::f64); }));
+}
+
 }  // namespace
 }  // namespace tessera::testing
