@@ -3,8 +3,10 @@
 #include "tessera/ops/linalg.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "tessera/ops/concat.h"
 #include "tessera/ops/creation.h"
@@ -293,6 +295,241 @@ Tensor norm(const Tensor& x, const std::string& p, const std::vector<int64_t>& d
   TESSERA_CHECK(dims.size() <= 2, "[norm] the Frobenius norm takes at most 2 dims, got ",
                 dims.size());
   return vector_norm(x, 2.0, dims, keepdim);
+}
+
+namespace {
+
+// An einsum operand during contraction: its tensor and one label per dim.
+struct Labelled {
+  Tensor tensor;
+  std::vector<char> labels;
+};
+
+constexpr char kEllipsisBase = '0';  // labels '0'.. stand for the "..." dims
+
+int64_t label_position(const std::vector<char>& labels, char label) {
+  auto it = std::find(labels.begin(), labels.end(), label);
+  return it == labels.end() ? -1 : static_cast<int64_t>(it - labels.begin());
+}
+
+// Takes the diagonal for each label repeated within one operand ("ii").
+Labelled take_diagonals(Labelled x, const std::string& equation) {
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    for (size_t j = i + 1; j < x.labels.size(); ++j) {
+      if (x.labels[i] != x.labels[j]) continue;
+      const auto a = static_cast<int64_t>(i), b = static_cast<int64_t>(j);
+      TESSERA_CHECK(x.tensor.shape()[i] == x.tensor.shape()[j], "[einsum] subscript '",
+                    x.labels[i], "' is repeated in an operand of '", equation,
+                    "' with different sizes ", x.tensor.shape()[i], " and ", x.tensor.shape()[j]);
+      const char label = x.labels[i];
+      x.tensor = diagonal(x.tensor, 0, a, b);
+      x.labels.erase(x.labels.begin() + b);
+      x.labels.erase(x.labels.begin() + a);
+      x.labels.push_back(label);
+      return take_diagonals(std::move(x), equation);
+    }
+  }
+  return x;
+}
+
+// Sums the dims whose labels are not in `keep`.
+Labelled sum_unneeded(Labelled x, const std::vector<char>& keep) {
+  std::vector<int64_t> dims;
+  std::vector<char> kept;
+  for (size_t d = 0; d < x.labels.size(); ++d) {
+    if (label_position(keep, x.labels[d]) < 0) {
+      dims.push_back(static_cast<int64_t>(d));
+    } else {
+      kept.push_back(x.labels[d]);
+    }
+  }
+  if (dims.empty()) return x;
+  return {sum(x.tensor, dims), kept};
+}
+
+// x permuted to `order` (labels it has) and reshaped to the groups' sizes.
+Tensor arrange(const Labelled& x, const std::vector<std::vector<char>>& groups,
+               const std::map<char, int64_t>& sizes) {
+  std::vector<int64_t> order;
+  Shape shape;
+  for (const auto& group : groups) {
+    int64_t size = 1;
+    for (char label : group) {
+      order.push_back(label_position(x.labels, label));
+      size *= sizes.at(label);
+    }
+    shape.push_back(size);
+  }
+  return x.tensor.permute(order).reshape(shape);
+}
+
+// a and b contracted over their shared labels not in `keep`, as one bmm:
+// the result's labels are the shared kept ones, then a's own, then b's own.
+Labelled contract(const Labelled& a, const Labelled& b, const std::vector<char>& keep,
+                  const std::map<char, int64_t>& sizes) {
+  std::vector<char> batch, summed, a_only, b_only;
+  for (char label : a.labels) {
+    if (label_position(b.labels, label) < 0) {
+      a_only.push_back(label);
+    } else if (label_position(keep, label) >= 0) {
+      batch.push_back(label);
+    } else {
+      summed.push_back(label);
+    }
+  }
+  for (char label : b.labels) {
+    if (label_position(a.labels, label) < 0) b_only.push_back(label);
+  }
+  const Tensor left = arrange(a, {batch, a_only, summed}, sizes);
+  const Tensor right = arrange(b, {batch, summed, b_only}, sizes);
+  Shape shape;
+  std::vector<char> labels;
+  for (const auto* group : {&batch, &a_only, &b_only}) {
+    for (char label : *group) {
+      shape.push_back(sizes.at(label));
+      labels.push_back(label);
+    }
+  }
+  return {bmm(left, right).reshape(shape), labels};
+}
+
+// The labels of one side of the equation ("ij", "...k"), with the
+// ellipsis expanded to `ellipsis_dims` labels ending at '0' + 15.
+std::vector<char> parse_labels(const std::string& term, int64_t ellipsis_dims,
+                               const std::string& equation, bool& has_ellipsis) {
+  std::vector<char> labels;
+  has_ellipsis = false;
+  for (size_t i = 0; i < term.size(); ++i) {
+    const char c = term[i];
+    if (c == '.') {
+      TESSERA_CHECK(term.compare(i, 3, "...") == 0 && !has_ellipsis, "[einsum] '", equation,
+                    "' has a '.' that is not part of one '...' per operand");
+      has_ellipsis = true;
+      for (int64_t e = 0; e < ellipsis_dims; ++e) {
+        labels.push_back(static_cast<char>(kEllipsisBase + 16 - ellipsis_dims + e));
+      }
+      i += 2;
+      continue;
+    }
+    TESSERA_CHECK(std::isalpha(static_cast<unsigned char>(c)), "[einsum] '", equation,
+                  "' has the subscript '", c, "'; subscripts are letters a-z and A-Z");
+    labels.push_back(c);
+  }
+  return labels;
+}
+
+int64_t explicit_labels(const std::string& term) {
+  int64_t count = 0;
+  for (char c : term) count += std::isalpha(static_cast<unsigned char>(c)) ? 1 : 0;
+  return count;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  std::string text;
+  for (char c : equation) {
+    if (!std::isspace(static_cast<unsigned char>(c))) text.push_back(c);
+  }
+  const size_t arrow = text.find("->");
+  const std::string inputs = text.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = inputs.find(',', start);
+    terms.push_back(inputs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  TESSERA_CHECK(terms.size() == operands.size(), "[einsum] '", equation, "' names ",
+                terms.size(), " operands but ", operands.size(), " were given");
+  // Labels and sizes per operand; "..." dims broadcast, aligned from the right.
+  std::vector<Labelled> items;
+  std::map<char, int64_t> sizes;
+  std::map<char, int> occurrences;  // of each letter in the inputs, before diagonals
+  int64_t ellipsis_dims = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const Tensor& x = operands[k];
+    TESSERA_CHECK(x.defined(), "[einsum] operand ", k, " is undefined");
+    TESSERA_CHECK(x.dtype() == operands[0].dtype(), "[einsum] operands must have one dtype: ",
+                  "operand 0 is ", dtype_name(operands[0].dtype()), ", operand ", k, " is ",
+                  dtype_name(x.dtype()));
+    const int64_t named = explicit_labels(terms[k]);
+    const bool dots = terms[k].find("...") != std::string::npos;
+    const int64_t extra = x.dim() - named;
+    TESSERA_CHECK(dots ? extra >= 0 : extra == 0, "[einsum] operand ", k, " of '", equation,
+                  "' has ", x.dim(), " dims (shape ", shape_str(x.shape()), ") but '", terms[k],
+                  "' names ", named, dots ? " or more" : "");
+    TESSERA_CHECK(extra <= 16, "[einsum] '...' may stand for at most 16 dims, got ", extra);
+    bool has_ellipsis = false;
+    Labelled item{x, parse_labels(terms[k], dots ? extra : 0, equation, has_ellipsis)};
+    for (char label : item.labels) {
+      if (label >= 'A') ++occurrences[label];
+    }
+    if (dots) ellipsis_dims = std::max(ellipsis_dims, extra);
+    items.push_back(take_diagonals(std::move(item), equation));
+  }
+  for (size_t k = 0; k < items.size(); ++k) {
+    const Labelled& item = items[k];
+    for (size_t d = 0; d < item.labels.size(); ++d) {
+      const int64_t size = item.tensor.shape()[d];
+      auto [it, added] = sizes.emplace(item.labels[d], size);
+      if (added || it->second == size) continue;
+      TESSERA_CHECK(it->second == 1 || size == 1, "[einsum] subscript '",
+                    item.labels[d] >= 'A' ? std::string(1, item.labels[d]) : std::string("..."),
+                    "' of '", equation, "' has size ", it->second, " in one operand and ", size,
+                    " in operand ", k, "; sizes must match or be 1");
+      it->second = std::max(it->second, size);
+    }
+  }
+  // The output's labels: as written after "->", else the ellipsis dims and
+  // then the labels that appear once, in sorted order.
+  std::vector<char> output;
+  if (arrow != std::string::npos) {
+    const std::string term = text.substr(arrow + 2);
+    bool has_ellipsis = false;
+    output = parse_labels(term, ellipsis_dims, equation, has_ellipsis);
+    for (size_t d = 0; d < output.size(); ++d) {
+      TESSERA_CHECK(sizes.count(output[d]) > 0, "[einsum] the output subscript '", output[d], "' of '", equation,
+                    "' appears in no operand");
+      TESSERA_CHECK(std::count(output.begin(), output.end(), output[d]) == 1,
+                    "[einsum] the output subscript '", output[d], "' of '", equation,
+                    "' appears more than once");
+    }
+    // An output that omits "..." sums the broadcast dims away, as PyTorch's.
+  } else {
+    for (int64_t e = 0; e < ellipsis_dims; ++e) {
+      output.push_back(static_cast<char>(kEllipsisBase + 16 - ellipsis_dims + e));
+    }
+    for (const auto& [label, count] : occurrences) {
+      if (count == 1) output.push_back(label);
+    }
+  }
+  // Broadcast size-1 dims to the label's size, then contract left to right,
+  // summing each label as soon as no later operand and not the output needs it.
+  for (Labelled& item : items) {
+    Shape shape;
+    for (char label : item.labels) shape.push_back(sizes.at(label));
+    if (shape != item.tensor.shape()) item.tensor = item.tensor.expand(shape);
+  }
+  auto needed_after = [&](size_t k) {
+    std::vector<char> keep = output;
+    for (size_t j = k + 1; j < items.size(); ++j) {
+      keep.insert(keep.end(), items[j].labels.begin(), items[j].labels.end());
+    }
+    return keep;
+  };
+  Labelled result = sum_unneeded(items[0], needed_after(0));
+  for (size_t k = 1; k < items.size(); ++k) {
+    const std::vector<char> keep = needed_after(k);
+    std::vector<char> keep_with_result = keep;
+    keep_with_result.insert(keep_with_result.end(), result.labels.begin(), result.labels.end());
+    const Labelled next = sum_unneeded(items[k], keep_with_result);
+    result = contract(result, next, keep, sizes);
+  }
+  result = sum_unneeded(result, output);
+  std::vector<int64_t> order;
+  for (char label : output) order.push_back(label_position(result.labels, label));
+  return result.tensor.permute(order);
 }
 
 }  // namespace tessera

@@ -55,6 +55,12 @@ Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim = std:
 // torch.linalg.cross: along dim, -1 by default.
 Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
 
+// torch.einsum: "ij,jk->ik", with "..." for broadcast dims, repeated
+// subscripts in one operand for diagonals, and the implicit output (the
+// subscripts that appear once, sorted) without "->". Operands of one dtype;
+// contracted left to right, each pair as one batched matmul.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
 // torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dims (all when empty);
 // ord = inf is max |x|, -inf min |x|, 0 the count of nonzeros. x is cast to
 // dtype first when given. The gradient at a zero norm is zero, as PyTorch's.

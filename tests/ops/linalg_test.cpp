@@ -81,6 +81,55 @@ TEST(LinalgTorch, DiagonalsAndCross) {
                           [](const V& x) { return linalg_cross(x[0], x[1]); }));
 }
 
+TEST(LinalgTorch, Einsum) {
+  struct Case {
+    const char* equation;
+    std::vector<std::vector<Shape>> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk->ik", {{{3, 4}, {4, 5}}, {{0, 4}, {4, 2}}, {{3, 0}, {0, 2}}}},
+      {"bij,bjk->bik", {{{2, 3, 4}, {2, 4, 5}}}},
+      {"ij,jk", {{{3, 4}, {4, 5}}}},                       // implicit output
+      {"ii->i", {{{4, 4}}}},                               // diagonal
+      {"ii", {{{4, 4}}}},                                  // trace
+      {"iji->j", {{{3, 2, 3}}}},
+      {"ij->ji", {{{3, 4}}}},
+      {"ij->", {{{3, 4}}}},
+      {"i,i->", {{{5}, {5}}}},
+      {"i,j->ij", {{{3}, {4}}}},
+      {"i,j", {{{3}, {4}}}},
+      {"bn,anm,bm->ba", {{{2, 3}, {4, 3, 5}, {2, 5}}}},   // bilinear
+      {"...ij,...jk->...ik", {{{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {5, 4, 2}}}},
+      {"...ij->...ji", {{{2, 3, 4}}, {{3, 4}}}},
+      {"b...->b", {{{2, 3, 4}}}},
+      {"...ii->...i", {{{2, 3, 3}}}},
+      {"ij,ij->ij", {{{3, 4}, {1, 4}}, {{3, 1}, {3, 4}}}},  // size-1 broadcast
+      {"Ba,aB->", {{{2, 3}, {3, 2}}}},
+      {"ab, bc -> ca", {{{2, 3}, {3, 4}}}},               // spaces
+      {"i->", {{{0}}}},
+      {"", {{{}}}},
+      {"a,b,c,d->", {{{2}, {3}, {1}, {2}}}},
+  };
+  for (const Case& c : cases) {
+    const std::string equation = c.equation;
+    const size_t operands = c.shapes[0].size();
+    std::string args;
+    for (size_t k = 0; k < operands; ++k) args += std::string(", ") + char('a' + k);
+    EXPECT_TRUE(sweep_torch("torch.einsum('" + equation + "'" + args + ")", c.shapes,
+                            [equation](const V& x) { return einsum(equation, x); }))
+        << equation;
+  }
+  // Errors on both sides: wrong operand count, size mismatch, bad subscripts.
+  for (const char* equation : {"ij,jk->ik", "ij->ik", "i,i->i", "ij->jj", "i1->i"}) {
+    EXPECT_TRUE(matches_torch(std::string("torch.einsum('") + equation + "', a, b)",
+                              {uniform({3, 4}), uniform({3, 4})},
+                              [equation](const V& x) { return einsum(equation, x); }))
+        << equation;
+  }
+  EXPECT_HAS(error_of([] { einsum("ij,jk->ik", {uniform({3, 4}), uniform({5, 2})}); }),
+             "[einsum] subscript 'j'");
+}
+
 TEST(LinalgTorch, VectorNorm) {
   for (const char* ord : {"2", "1", "3", "0.5", "inf", "-inf", "0", "-1"}) {
     const std::string o = ord;
