@@ -1,16 +1,19 @@
 #include "tessera/nn/loss.h"
 
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/elementwise_loss.h"
 #include "tessera/ops/loss.h"
 #include "tessera/ops/reduce.h"
 
 namespace tessera::nn {
 
-Loss::Loss(std::string type_name, std::string reduction)
+Loss::Loss(std::string type_name, std::string reduction, bool batchmean_allowed)
     : Module(std::move(type_name)), reduction_(std::move(reduction)) {
-  TESSERA_CHECK(reduction_ == "mean" || reduction_ == "sum" || reduction_ == "none", "[",
-                this->type_name(), "] reduction must be \"mean\", \"sum\" or \"none\", got \"",
-                reduction_, "\"");
+  TESSERA_CHECK(reduction_ == "mean" || reduction_ == "sum" || reduction_ == "none" ||
+                    (batchmean_allowed && reduction_ == "batchmean"),
+                "[", this->type_name(), "] reduction must be \"mean\", \"sum\"",
+                batchmean_allowed ? ", \"batchmean\"" : "", " or \"none\", got \"", reduction_,
+                "\"");
 }
 
 CrossEntropyLoss::CrossEntropyLoss(Tensor weight, int64_t ignore_index, std::string reduction,
@@ -41,13 +44,45 @@ Tensor MSELoss::forward(const Tensor& input, const Tensor& target) {
   return mse_loss(input, target, reduction_);
 }
 
+Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
+  return l1_loss(input, target, reduction_);
+}
+
+SmoothL1Loss::SmoothL1Loss(std::string reduction, double beta)
+    : Loss("SmoothL1Loss", std::move(reduction)), beta_(beta) {
+  TESSERA_CHECK(beta >= 0, "[SmoothL1Loss] beta must be >= 0, got ", beta);
+}
+Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+  return smooth_l1_loss(input, target, reduction_, beta_);
+}
+
+HuberLoss::HuberLoss(std::string reduction, double delta)
+    : Loss("HuberLoss", std::move(reduction)), delta_(delta) {
+  TESSERA_CHECK(delta > 0, "[HuberLoss] delta must be > 0, got ", delta);
+}
+Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+  return huber_loss(input, target, reduction_, delta_);
+}
+
+Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+  return kl_div(input, target, reduction_, log_target_);
+}
+
+BCELoss::BCELoss(Tensor weight, std::string reduction)
+    : Loss("BCELoss", std::move(reduction)), weight_(std::move(weight)) {
+  if (weight_.defined()) register_buffer("weight", weight_);
+}
+Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
+  return binary_cross_entropy(input, target, weight_, reduction_);
+}
+
 BCEWithLogitsLoss::BCEWithLogitsLoss(Tensor pos_weight, std::string reduction)
     : Loss("BCEWithLogitsLoss", std::move(reduction)), pos_weight_(std::move(pos_weight)) {
   if (pos_weight_.defined()) register_buffer("pos_weight", pos_weight_);
 }
 
 Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
-  return binary_cross_entropy_with_logits(input, target, pos_weight_, reduction_);
+  return nn::binary_cross_entropy_with_logits(input, target, pos_weight_, reduction_);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,

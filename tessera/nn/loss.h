@@ -1,8 +1,9 @@
 #pragma once
 
-// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss,
-// BCEWithLogitsLoss). Call them with (input, target). reduction is "mean",
-// "sum" or "none".
+// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
+// SmoothL1Loss, HuberLoss, KLDivLoss, BCELoss, BCEWithLogitsLoss). Call them
+// with (input, target). reduction is "mean", "sum" or "none" (KLDivLoss also
+// takes "batchmean").
 
 #include <string>
 
@@ -18,7 +19,7 @@ class Loss : public Module {
   std::string extra_repr() const override { return "reduction='" + reduction_ + "'"; }
 
  protected:
-  Loss(std::string type_name, std::string reduction);
+  Loss(std::string type_name, std::string reduction, bool batchmean_allowed = false);
   std::string reduction_;
 };
 
@@ -74,6 +75,55 @@ class MSELoss : public Loss {
  public:
   explicit MSELoss(std::string reduction = "mean") : Loss("MSELoss", std::move(reduction)) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+
+// Mean absolute error.
+class L1Loss : public Loss {
+ public:
+  explicit L1Loss(std::string reduction = "mean") : Loss("L1Loss", std::move(reduction)) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+
+// Quadratic below beta, linear above (ops/elementwise_loss.h).
+class SmoothL1Loss : public Loss {
+ public:
+  explicit SmoothL1Loss(std::string reduction = "mean", double beta = 1.0);
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  double beta_;
+};
+
+// Quadratic below delta, linear (slope delta) above.
+class HuberLoss : public Loss {
+ public:
+  explicit HuberLoss(std::string reduction = "mean", double delta = 1.0);
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  double delta_;
+};
+
+// Kullback-Leibler divergence of log-probabilities from target
+// probabilities (log-probabilities with log_target).
+class KLDivLoss : public Loss {
+ public:
+  explicit KLDivLoss(std::string reduction = "mean", bool log_target = false)
+      : Loss("KLDivLoss", std::move(reduction), true), log_target_(log_target) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  bool log_target_;
+};
+
+// Binary cross entropy of probabilities in [0, 1]; weight broadcasts to the input.
+class BCELoss : public Loss {
+ public:
+  explicit BCELoss(Tensor weight = {}, std::string reduction = "mean");
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ private:
+  Tensor weight_;
 };
 
 // Sigmoid + binary cross entropy in one numerically stable step; pos_weight
