@@ -59,7 +59,8 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   // Strictly inside the bounds x passes (gradient 1); elsewhere the clamped
   // value is a constant (gradient 0), as PyTorch's hardtanh_backward.
   Tensor inside = logical_and(gt(x, min_val), lt(x, max_val));
-  return where(inside, x, clamp(x.detach(), min_val, max_val));
+  // The result keeps x's dtype (an integer tensor stays integral, as in PyTorch).
+  return where(inside, x, clamp(x.detach(), min_val, max_val).to(x.dtype()));
 }
 
 Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }

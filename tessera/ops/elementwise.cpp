@@ -265,14 +265,18 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 }
 Tensor square(const Tensor& x) { return mul(x, x); }
 
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  TESSERA_CHECK(x.defined(), "[clamp] got an undefined tensor");
   TESSERA_CHECK(min || max, "[clamp] needs at least one of min and max");
   TESSERA_CHECK(x.dtype() != DType::boolean, "[clamp] is not defined for bool tensors");
-  return call1(clamp_op, {x},
+  DType dtype = x.dtype();
+  if (min) dtype = min->result_dtype(dtype);
+  if (max) dtype = max->result_dtype(dtype);
+  return call1(clamp_op, {x.to(dtype)},
                {{"has_min", min.has_value()},
-                {"min", min.value_or(0.0)},
+                {"min", min ? min->to_double() : 0.0},
                 {"has_max", max.has_value()},
-                {"max", max.value_or(0.0)}});
+                {"max", max ? max->to_double() : 0.0}});
 }
 
 // ---------------------------------------------------------------------------
@@ -488,9 +492,27 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 Tensor sub(const Tensor& a, Scalar b, Scalar alpha) { return sub(a, scalar_like(a, b), alpha); }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(add_op, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_op, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(mul_op, a, b); }
+namespace {
+
+// Bool operands: add is logical or and mul logical and, as in PyTorch;
+// sub has no bool meaning.
+bool both_bool(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && result_type(a, b) == DType::boolean;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return both_bool(a, b) ? logical_or(a, b) : binary(add_op, a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  TESSERA_CHECK(!both_bool(a, b), "[sub] subtracting bool tensors is not supported; use ",
+                "logical_xor");
+  return binary(sub_op, a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return both_bool(a, b) ? logical_and(a, b) : binary(mul_op, a, b);
+}
 Tensor div(const Tensor& a, const Tensor& b) {
   if (!is_floating(a.dtype()) && !is_floating(b.dtype())) {
     return binary(div_op, cast(a, DType::f32), cast(b, DType::f32));
@@ -765,9 +787,9 @@ Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optio
   return call1(clamp_tensor_op, {x.to(common), low, high});
 }
 
-Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min.to_double(), std::nullopt); }
+Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min, std::nullopt); }
 Tensor clamp_min(const Tensor& x, const Tensor& min) { return clamp(x, min, std::nullopt); }
-Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max.to_double()); }
+Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max); }
 Tensor clamp_max(const Tensor& x, const Tensor& max) { return clamp(x, std::nullopt, max); }
 
 Tensor cast(const Tensor& x, DType dtype) { return call1(cast_op, {x}, {{"dtype", dtype}}); }

@@ -100,8 +100,9 @@ Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 // Limits x to [min, max], as min(max(x, min), max) (so max wins where
-// min > max); either bound may be absent, not both.
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// min > max); either bound may be absent, not both. A floating bound on an
+// integer tensor gives a floating result, as torch.result_type.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 // Tensor bounds broadcast with x; the result dtype is the result_type of x
 // and the bounds. Gradients flow to x where it lies within the bounds, and
 // to a bound where it is the one that applies.

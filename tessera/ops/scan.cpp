@@ -74,7 +74,7 @@ const OpDef& cumprod_backward_op = register_op([] {
     return along_dim_splits(in, attrs, 1);
   };
   def.grad = [](const GradContext&) -> std::vector<Tensor> {
-    TESSERA_CHECK(false, "[cumprod] second-order gradients of cumprod are not implemented");
+    TESSERA_FAIL("[cumprod] second-order gradients of cumprod are not implemented");
     return {};
   };
   return def;

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "testing.h"
+#include "torch_check.h"
 
 namespace tessera::testing {
 namespace {
@@ -384,6 +385,29 @@ TEST(ScalarOperand, IntegersAbove2To53StayExact) {
   EXPECT_FALSE(eq(y, odd).item<bool>());
   EXPECT_EQ(masked_fill(y, full({1}, true), odd).item<int64_t>(), odd);
   EXPECT_EQ(Scalar(odd).to_int64(), odd);
+}
+
+TEST(ScalarBoundsAndBools, FollowPyTorchsResultType) {
+  using V = std::vector<Tensor>;
+  Tensor ints = Tensor::from_vector<int64_t>({-2, 1, 3}, {3});
+  // A floating bound makes the result floating; an integer bound keeps it integral.
+  EXPECT_TRUE(matches_torch("torch.clamp(a, 0.5)", {ints},
+                            [](const V& v) { return clamp(v[0], 0.5, std::nullopt); }));
+  EXPECT_TRUE(matches_torch("torch.clamp(a, max=2)", {ints},
+                            [](const V& v) { return clamp(v[0], std::nullopt, 2); }));
+  EXPECT_TRUE(matches_torch("torch.clamp_min(a, 1.5)", {ints},
+                            [](const V& v) { return clamp_min(v[0], 1.5); }));
+  EXPECT_TRUE(matches_torch("torch.clamp(a, 0, 1)", {uniform({4}, -2, 2)},
+                            [](const V& v) { return clamp(v[0], 0, 1); }));
+  // Bool + bool is logical or, bool * bool logical and; bool - bool raises.
+  Tensor p = Tensor::from_vector<int64_t>({0, 1, 0, 1}, {4}).to(DType::boolean);
+  Tensor q = Tensor::from_vector<int64_t>({0, 0, 1, 1}, {4}).to(DType::boolean);
+  EXPECT_TRUE(matches_torch("(a + b, a * b, torch.add(a, b), torch.mul(a, b))", {p, q},
+                            [](const V& v) {
+                              return V{v[0] + v[1], v[0] * v[1], add(v[0], v[1]), mul(v[0], v[1])};
+                            }));
+  EXPECT_TRUE(matches_torch("a - b", {p, q}, [](const V& v) { return sub(v[0], v[1]); }));
+  EXPECT_TRUE(matches_torch("a + 1", {p}, [](const V& v) { return add(v[0], 1); }));
 }
 
 }  // namespace
