@@ -64,6 +64,7 @@
 #include "tessera/nn/sequential.h"
 #include "tessera/nn/softmax.h"
 #include "tessera/nn/transformer_block.h"
+#include "tessera/nn/upsample.h"
 #include "tessera/ops/activation.h"
 #include "tessera/ops/batch_norm.h"
 #include "tessera/ops/comparison.h"

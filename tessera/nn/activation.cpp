@@ -1,25 +1,11 @@
 #include "tessera/nn/activation.h"
 
-#include <charconv>
-
+#include "tessera/nn/repr.h"
 #include "tessera/ops/activation.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 
 namespace tessera::nn {
-
-namespace {
-
-// A double as Python's repr writes it (1.0, 0.01, -1e-05), for extra_repr.
-std::string py_float(double value) {
-  char buffer[64];
-  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  std::string text(buffer, end);
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
-}
-
-}  // namespace
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 

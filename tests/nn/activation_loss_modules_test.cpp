@@ -115,5 +115,24 @@ TEST(LossModulesTorch, MatchTorchNn) {
   EXPECT_HAS(error_of([] { nn::HuberLoss("mean", 0.0); }), "[HuberLoss] delta must be > 0");
 }
 
+TEST(UpsampleTorch, MatchesTorchNnUpsample) {
+  Tensor x = uniform({2, 3, 4, 5});
+  nn::Upsample nearest({.scale_factor = {2.0}});
+  EXPECT_TRUE(matches_torch("torch.nn.Upsample(scale_factor=2)(a)", {x},
+                            [&](const V& in) { return nearest(in[0]); }));
+  nn::Upsample bilinear({.size = {6, 7}, .mode = "bilinear", .align_corners = true});
+  EXPECT_TRUE(matches_torch("torch.nn.Upsample(size=(6, 7), mode='bilinear', align_corners=True)(a)",
+                            {x}, [&](const V& in) { return bilinear(in[0]); }));
+  nn::Upsample linear({.scale_factor = {1.5}, .mode = "linear"});
+  EXPECT_TRUE(matches_torch("torch.nn.Upsample(scale_factor=1.5, mode='linear')(a)",
+                            {uniform({2, 3, 4})}, [&](const V& in) { return linear(in[0]); }));
+  EXPECT_EQ(nearest.repr(), "Upsample(scale_factor=2.0, mode=nearest)");
+  EXPECT_EQ(bilinear.repr(), "Upsample(size=(6, 7), mode=bilinear)");
+  EXPECT_EQ(nn::Upsample({.scale_factor = {2.0, 1.5}}).repr(),
+            "Upsample(scale_factor=(2.0, 1.5), mode=nearest)");
+  EXPECT_HAS(error_of([] { nn::Upsample({}); }),
+             "[Upsample] give exactly one of size and scale_factor, got neither");
+}
+
 }  // namespace
 }  // namespace tessera::testing
