@@ -168,6 +168,9 @@ TEST(LinalgTorch, VectorNorm) {
   EXPECT_TRUE(sweep_torch("a.norm(3, dim=0)", {{{3, 4}}},
                           [](const V& x) { return x[0].norm(3, {0}); }));
   EXPECT_HAS(error_of([] { norm(uniform({2, 2}), "nuc"); }), "[norm] p='nuc' is not supported");
+  // Over all dims, the error names the dim that is empty.
+  EXPECT_HAS(error_of([] { vector_norm(zeros({3, 0}, DType::f64), INFINITY); }),
+             "norm over the empty dim 1 of shape [3, 0]");
 }
 
 TEST(SoftmaxAndSumDtype, CastBeforeTheOp) {
