@@ -3,6 +3,7 @@
 
 #include "tessera/ops/elementwise.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -438,21 +439,36 @@ int category(DType dtype) { return is_floating(dtype) ? 2 : (is_integral(dtype) 
 
 }  // namespace
 
-DType result_type(const Tensor& a, const Tensor& b) { return result_type(std::vector<Tensor>{a, b}); }
+namespace {
 
-DType result_type(const std::vector<Tensor>& tensors) {
-  // PyTorch's three tiers: tensors with dims, then 0-d tensors (Python
-  // scalars are 0-d tensors here). A lower tier counts only when it raises
-  // the category of the result.
+// PyTorch's three tiers: tensors with dims, then 0-d tensors (Python
+// scalars are 0-d tensors here). A lower tier counts only when it raises
+// the category of the result.
+template <typename Range>
+DType result_type_of(const Range& tensors) {
   std::optional<DType> dimensioned, zero_dim;
-  for (const Tensor& t : tensors) {
-    TESSERA_CHECK(t.defined(), "[result_type] got an undefined tensor");
-    std::optional<DType>& tier = t.dim() > 0 ? dimensioned : zero_dim;
-    tier = tier ? promote_types(*tier, t.dtype()) : t.dtype();
+  for (const Tensor* t : tensors) {
+    TESSERA_CHECK(t->defined(), "[result_type] got an undefined tensor");
+    std::optional<DType>& tier = t->dim() > 0 ? dimensioned : zero_dim;
+    tier = tier ? promote_types(*tier, t->dtype()) : t->dtype();
   }
   if (!dimensioned) return *zero_dim;
   if (!zero_dim || category(*zero_dim) <= category(*dimensioned)) return *dimensioned;
   return *zero_dim;
+}
+
+}  // namespace
+
+// Every binary op asks this: no allocation on the two-tensor path.
+DType result_type(const Tensor& a, const Tensor& b) {
+  return result_type_of(std::array<const Tensor*, 2>{&a, &b});
+}
+
+DType result_type(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> pointers;
+  pointers.reserve(tensors.size());
+  for (const Tensor& t : tensors) pointers.push_back(&t);
+  return result_type_of(pointers);
 }
 
 namespace {
