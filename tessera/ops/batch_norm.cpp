@@ -287,7 +287,6 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   check_channel_tensor(running_var, "running_var", x, !training, training);
   check_channel_tensor(weight, "weight", x, false, training);
   check_channel_tensor(bias, "bias", x, false, training);
-  TESSERA_CHECK(eps >= 0.0, "[batch_norm] eps must be non-negative, got ", eps);
   const int64_t count = x.numel() / x.size(1);
   TESSERA_CHECK(!training || count != 1,
                 "[batch_norm] expected more than 1 value per channel when training, got input "
@@ -315,7 +314,6 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
     TESSERA_CHECK(param->dtype() == x.dtype(), "[group_norm] ", what, " is ",
                   dtype_name(param->dtype()), " but x is ", dtype_name(x.dtype()));
   }
-  TESSERA_CHECK(eps >= 0.0, "[group_norm] eps must be non-negative, got ", eps);
   Tensor y = x;
   if (x.numel() > 0) {
     // The (sample, group) pairs are the channels of one batch_norm.

@@ -285,8 +285,15 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Attrs attrs = make_attrs(stride, padding, dilation, groups, "conv2d");
   DType common = promote_types(x.dtype(), weight.dtype());
   if (bias.defined()) common = promote_types(common, bias.dtype());
-  TESSERA_CHECK(is_floating(common), "[conv2d] needs floating tensors, got input ",
-                dtype_name(x.dtype()), " and weight ", dtype_name(weight.dtype()));
+  TESSERA_CHECK(common != DType::boolean, "[conv2d] does not take bool tensors");
+  if (!is_floating(common)) {
+    // PyTorch convolves integer tensors too (no gradient). Summed in f64:
+    // exact while the sums stay below 2^53 in magnitude (PyTorch wraps at 2^63).
+    const Tensor bias64 = bias.defined() ? bias.to(DType::f64) : bias;
+    return conv2d(x.to(DType::f64), weight.to(DType::f64), bias64, stride, padding, dilation,
+                  groups)
+        .to(common);
+  }
   std::vector<Tensor> inputs = {x.to(common), weight.to(common)};
   if (bias.defined()) inputs.push_back(bias.to(common));
   return call1(conv2d_op, inputs, attrs);

@@ -238,7 +238,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                 " expects weight.shape[0] = ", ws[0], " (weight is [C_in, C_out/groups, kh, kw])");
   TESSERA_CHECK(ws[0] % groups == 0, "[", op, "] weight has ", ws[0],
                 " input channels, not divisible by groups=", groups);
-  Ints size(2), direct(2);
+  Ints size(2);
+  bool wide_output_padding = false;
   for (int d = 0; d < 2; ++d) {
     TESSERA_CHECK(stride[d] >= 1 && dilation[d] >= 1 && padding[d] >= 0 &&
                       output_padding[d] >= 0,
@@ -258,16 +259,42 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                   " and dilation ", shape_str(dilation), " gives an empty output (size ",
                   length, ")");
     size[d] = length;
-    // Rows of output_padding past the stride receive nothing: zeros padded on.
-    direct[d] = output_padding[d] < stride[d] ? length : length - output_padding[d];
+    wide_output_padding = wide_output_padding || output_padding[d] >= stride[d];
   }
   DType common = promote_types(x.dtype(), weight.dtype());
   if (bias.defined()) common = promote_types(common, bias.dtype());
-  TESSERA_CHECK(is_floating(common), "[", op, "] needs floating tensors, got input ",
-                dtype_name(x.dtype()), " and weight ", dtype_name(weight.dtype()));
-  Tensor out = conv2d_backward_input(x.to(common), weight.to(common), direct, stride, padding,
-                                     dilation, groups);
-  if (direct != size) out = pad(out, {0, size[1] - direct[1], 0, size[0] - direct[0]});
+  TESSERA_CHECK(common != DType::boolean, "[", op, "] does not take bool tensors");
+  if (!is_floating(common)) {
+    // PyTorch convolves integer tensors too (no gradient). Summed in f64:
+    // exact while the sums stay below 2^53 in magnitude (PyTorch wraps at 2^63).
+    const Tensor bias64 = bias.defined() ? bias.to(DType::f64) : bias;
+    return conv_transpose2d(x.to(DType::f64), weight.to(DType::f64), bias64, stride, padding,
+                            output_padding, groups, dilation)
+        .to(common);
+  }
+  Tensor out;
+  if (!wide_output_padding) {
+    // The gradient of a conv2d whose input had this size.
+    out = conv2d_backward_input(x.to(common), weight.to(common), size, stride, padding, dilation,
+                                groups);
+  } else {
+    // output_padding of a stride or more has no conv2d of that input size.
+    // Scatter into the whole unpadded extent, then crop `padding` from the
+    // front and keep `size` (zeros past the extent's end).
+    Ints full(2);
+    for (int d = 0; d < 2; ++d) full[d] = (xs[2 + d] - 1) * stride[d] + dilation[d] * (ws[2 + d] - 1) + 1;
+    out = conv2d_backward_input(x.to(common), weight.to(common), full, stride, {0, 0}, dilation,
+                                groups);
+    for (int d = 0; d < 2; ++d) {
+      const int64_t end = std::min(full[d], padding[d] + size[d]);
+      out = out.slice(2 + d, padding[d], end);
+      if (end - padding[d] < size[d]) {
+        Ints pads = {0, 0, 0, 0};
+        pads[d == 0 ? 3 : 1] = size[d] - (end - padding[d]);
+        out = pad(out, pads);
+      }
+    }
+  }
   if (bias.defined()) {
     const int64_t channels = ws[1] * groups;
     TESSERA_CHECK(bias.shape() == Shape{channels}, "[", op, "] bias must have shape [", channels,

@@ -128,6 +128,13 @@ Tensor empty_like(const Tensor& x) {
 Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype) {
+  if (dtype && !is_floating(*dtype)) {
+    // An integer dtype counts in integers: PyTorch truncates each bound
+    // first (arange(0.0, -8.000001, -4.0, dtype=int64) is [0, -4]).
+    start = start.truncated();
+    end = end.truncated();
+    step = step.truncated();
+  }
   TESSERA_CHECK(step.to_double() != 0, "[arange] step must be non-zero");
   double span = (end.to_double() - start.to_double()) / step.to_double();
   TESSERA_CHECK(span >= 0, "[arange] step ", step.to_double(), " does not move from ",

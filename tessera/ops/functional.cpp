@@ -60,8 +60,11 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   check_floating("cosine_similarity", x2);
   const Shape shape = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
   const int64_t ndim = static_cast<int64_t>(shape.size());
-  TESSERA_CHECK(ndim >= 1, "[cosine_similarity] needs inputs with at least one dim, got ",
-                shape_str(x1.shape()), " and ", shape_str(x2.shape()));
+  if (ndim == 0) {
+    // 0-d inputs are 1-element vectors along dim 0 (or -1), as in PyTorch.
+    wrap_dim_checked("cosine_similarity", dim, 1);
+    return cosine_similarity(x1.reshape({1}), x2.reshape({1}), 0, eps).reshape({});
+  }
   const int64_t d = wrap_dim_checked("cosine_similarity", dim, ndim);
   Tensor a = x1.expand(shape), b = x2.expand(shape);
   // The 2-norms are clamped at eps, and their gradient is x / clamped norm

@@ -409,7 +409,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return call1(index_select_op, {x, vector}, {{"dim", d}});
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index_in) {
+  // PyTorch takes an empty index of any integer dtype (it is never read).
+  const Tensor index = index_in.defined() && index_in.numel() == 0 &&
+                               is_integral(index_in.dtype())
+                           ? index_in.to(DType::i64)
+                           : index_in;
   if (x.defined() && index.defined() && (x.dim() == 0 || index.dim() == 0) &&
       x.dim() <= 1 && index.dim() <= 1) {
     normalize_dim(dim, 1, "gather");
@@ -463,6 +468,13 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   TESSERA_CHECK(reduce == "add" || reduce == "multiply", "[scatter] unknown reduce '", reduce,
                 "'; valid: add, multiply (or scatter_reduce for sum, prod, mean, amax, amin)");
   return scatter_reduce(x, dim, index, src, reduce == "add" ? "sum" : "prod", true);
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value,
+               const std::string& reduce) {
+  TESSERA_CHECK(x.defined(), "[scatter] x is an undefined tensor");
+  check_index(index, "scatter");
+  return scatter(x, dim, index, full(index.shape(), value, x.dtype()), reduce);
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,

@@ -33,6 +33,8 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 // torch.scatter's reduce="add" | "multiply": scatter_reduce's sum and prod.
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                const std::string& reduce);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value,
+               const std::string& reduce);
 // Every entry of src sent to a position by index, reduced there with
 // reduce = "sum", "prod", "mean", "amax" or "amin" (as torch.scatter_reduce);
 // x's own value takes part unless include_self is false. Integer means round down.

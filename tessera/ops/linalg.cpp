@@ -37,6 +37,11 @@ Tensor scaled_sum(const char* op, const Tensor& input, const Tensor& product, Sc
   const Shape shape = broadcast_shapes(input.shape(), product.shape(), op);
   TESSERA_CHECK(shape == product.shape(), "[", op, "] input of shape ", shape_str(input.shape()),
                 " does not broadcast to the product's shape ", shape_str(product.shape()));
+  if (!is_floating(product.dtype())) {
+    // Integer products take integer factors: PyTorch truncates 0.6 to 0.
+    beta = beta.truncated();
+    alpha = alpha.truncated();
+  }
   Tensor scaled = alpha.to_double() == 1.0 ? product : mul(product, alpha);
   if (beta.to_double() == 0.0) return scaled;
   Tensor base = beta.to_double() == 1.0 ? input : mul(input, beta);

@@ -188,7 +188,7 @@ const OpDef& adaptive_max_pool_op = register_op([] {
   def.torch_name = "torch.nn.functional.adaptive_max_pool2d, torch.nn.functional.adaptive_max_pool1d";
   def.signature =
       "adaptive_max_pool2d(x, output_size); adaptive_max_pool2d_with_indices(x, output_size); "
-      "adaptive_max_pool1d(x, output_size)";
+      "adaptive_max_pool1d(x, output_size); adaptive_max_pool1d_with_indices(x, output_size)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     // As PyTorch: unlike adaptive_avg_pool2d, every dim but the first must be non-empty.
     const Shape& x = in[0].shape;
@@ -418,6 +418,13 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Ints& k
 Tensor avg_pool2d(const Tensor& x, const Ints& kernel_size, const Ints& stride,
                   const Ints& padding, bool count_include_pad, bool ceil_mode,
                   std::optional<int64_t> divisor_override) {
+  if (x.defined() && is_integral(x.dtype())) {
+    // PyTorch averages integer tensors with integer division (towards
+    // zero), which f64 followed by the cast reproduces exactly.
+    return avg_pool2d(x.to(DType::f64), kernel_size, stride, padding, count_include_pad, ceil_mode,
+                      divisor_override)
+        .to(x.dtype());
+  }
   Attrs attrs = pool_attrs(kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
   attrs.set("count_include_pad", count_include_pad);
   if (divisor_override) {
@@ -453,6 +460,10 @@ std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, int64_t kerne
 Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride,
                   int64_t padding, bool count_include_pad, bool ceil_mode) {
   const char* op = "avg_pool1d";
+  if (x.defined() && is_integral(x.dtype())) {  // as avg_pool2d
+    return avg_pool1d(x.to(DType::f64), kernel_size, stride, padding, count_include_pad, ceil_mode)
+        .to(x.dtype());
+  }
   Attrs attrs = pool_attrs({1, kernel_size}, {1, stride.value_or(kernel_size)}, {0, padding}, {},
                            ceil_mode, op);
   attrs.set("count_include_pad", count_include_pad);
@@ -483,8 +494,13 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size) {
 }
 
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size) {
+  return adaptive_max_pool1d_with_indices(x, output_size).first;
+}
+
+std::pair<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size) {
   Tensor plane = as_2d(x, "adaptive_max_pool1d");
-  return adaptive_max_pool2d(plane, {1, output_size}).squeeze(-2);
+  auto [values, indices] = adaptive_max_pool2d_with_indices(plane, {1, output_size});
+  return {values.squeeze(-2), indices.squeeze(-2)};
 }
 
 Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size) {

@@ -71,6 +71,8 @@ Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_s
 Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size);
 // 1-D adaptive pooling over the last dim of [N, C, L] or [C, L].
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
+// adaptive_max_pool1d with return_indices: (values, i64 indices along L).
+std::pair<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size);
 Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 
 // Gradient of max_pool2d: grad_output routed to each window's first maximum of x.

@@ -24,6 +24,11 @@ class Scalar {
   int64_t to_int64() const { return int_value_; }
   bool is_integral() const { return integral_; }
   bool is_bool() const { return boolean_; }
+  // The value as integer kernels take it: a floating value truncated
+  // towards zero (PyTorch's addmm on i64 with alpha=0.6 multiplies by 0).
+  Scalar truncated() const {
+    return integral_ || boolean_ ? *this : Scalar(static_cast<int64_t>(value_));
+  }
   // The dtype a tensor `other` gets when combined with this scalar.
   DType result_dtype(DType other) const {
     if (is_floating(other)) return other;

@@ -25,8 +25,9 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descendi
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
 
 // The k largest (smallest) entries along dim and their positions, largest
-// first (smallest first); with sorted = false the order is unspecified in
-// PyTorch, and Tessera still returns them sorted.
+// first (smallest first); with sorted = false the order is unspecified.
+// Tied values come out in the positions PyTorch's CPU kernel gives them
+// (its selection algorithm is followed step for step).
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                 bool sorted = true);
 

@@ -178,6 +178,19 @@ TEST(Conv2d, EmptyBatchAndChannels) {
   EXPECT_TRUE(all_close(no_channels, std::vector<double>(18, 1.0)));
 }
 
+TEST(Conv2d, IntegerInputsConvolveExactly) {
+  // PyTorch convolves integer tensors (no gradient) and keeps their dtype.
+  Tensor x = make({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, DType::i64);
+  Tensor w = make({1, -1, 2, 0}, {1, 1, 2, 2}, DType::i64);
+  Tensor y = conv2d(x, w, make({10}, {1}, DType::i64));
+  EXPECT_EQ(y.dtype(), DType::i64);
+  // Each window: a - b + 2c + 10 for [[a, b], [c, d]].
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{17, 19, 23, 25}));
+  Tensor t = conv_transpose2d(make({1, 2}, {1, 1, 1, 2}, DType::i64),
+                              make({1, 10}, {1, 1, 1, 2}, DType::i64));
+  EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{1, 12, 20}));
+}
+
 TEST(Conv2d, ErrorsNameOpAndShapes) {
   auto expect_error = [](const std::function<void()>& fn, std::vector<std::string> parts) {
     SCOPED_TRACE(parts[0]);
@@ -200,8 +213,9 @@ TEST(Conv2d, ErrorsNameOpAndShapes) {
                {"[conv2d] stride needs 2 values"});
   expect_error([] { conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), {}, 0); },
                {"[conv2d] stride must be >= 1"});
-  expect_error([] { conv2d(zeros({1, 3, 5, 5}, DType::i64), zeros({4, 3, 3, 3}, DType::i64)); },
-               {"[conv2d] needs floating"});
+  expect_error(
+      [] { conv2d(zeros({1, 3, 5, 5}, DType::boolean), zeros({4, 3, 3, 3}, DType::boolean)); },
+      {"[conv2d] does not take bool tensors"});
   expect_error(
       [] {
         conv2d_backward_input(zeros({1, 4, 4, 4}), zeros({4, 3, 3, 3}), {5, 5}, {1, 1}, {1, 1},

@@ -225,6 +225,18 @@ TEST(Pool, EmptyBatch) {
   EXPECT_EQ(avg_pool2d(zeros({0, 3, 4, 4}), 2).shape(), (Shape{0, 3, 2, 2}));
 }
 
+TEST(Pool, IntegerAverageDividesTowardsZero) {
+  // As PyTorch's integer kernels: the window sum divided in integers.
+  Tensor x = make({-27, -20, -13, -6, 5, 8}, {1, 1, 6}, DType::i64);
+  Tensor y = avg_pool1d(x, 2);
+  EXPECT_EQ(y.dtype(), DType::i64);
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{-23, -9, 6}));
+  Tensor z = avg_pool2d(make({1, 2, 4, 7}, {1, 1, 2, 2}, DType::i32), {2, 2}, {}, {0, 0}, true,
+                        false, 3);
+  EXPECT_EQ(z.dtype(), DType::i32);
+  EXPECT_EQ(z.to(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{4}));
+}
+
 TEST(Pool, ErrorsNameOpAndShapes) {
   auto expect_error = [](const std::function<void()>& fn, std::vector<std::string> parts) {
     SCOPED_TRACE(parts[0]);
@@ -234,7 +246,7 @@ TEST(Pool, ErrorsNameOpAndShapes) {
   expect_error([] { max_pool2d(zeros({4, 4}), 2); }, {"[max_pool2d]", "[4, 4]", "4-D"});
   expect_error([] { max_pool2d(zeros({1, 1, 4, 4}), 2, 1, 2); }, {"[max_pool2d] padding", "half"});
   expect_error([] { avg_pool2d(zeros({1, 1, 2, 2}), 3); }, {"[avg_pool2d]", "[1, 1, 2, 2]"});
-  expect_error([] { avg_pool2d(zeros({1, 1, 4, 4}, DType::i64), 2); },
+  expect_error([] { avg_pool2d(zeros({1, 1, 4, 4}, DType::boolean), 2); },
                {"[avg_pool2d] needs a floating"});
   expect_error([] { max_pool2d(zeros({1, 1, 4, 4}), {2, 2, 2}); },
                {"[max_pool2d] kernel_size needs 2 values"});

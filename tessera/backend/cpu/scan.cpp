@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "tessera/backend/cpu/loops.h"
@@ -122,16 +123,15 @@ bool ascending_less(T a, T b) {
   return a < b;
 }
 
-// Sorts (or selects the first k of) every line; `descending` flips the
-// order, ties keep their input order.
+// Sorts every line; `descending` flips the order, ties keep their input
+// order.
 template <typename T>
-void select_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim, int64_t k,
-                 bool descending) {
+void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim,
+               bool descending) {
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
   Tensor x = input.contiguous();
   const Lines lines = lines_of(x.shape(), dim);
-  const Lines out_lines{lines.outer, k, lines.inner};
   const T* px = x.data<T>();
   T* pv = values.data<T>();
   int64_t* pi = indices.data<int64_t>();
@@ -144,18 +144,9 @@ void select_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t d
         return descending ? ascending_less(at(b), at(a)) : ascending_less(at(a), at(b));
       };
       std::iota(order.begin(), order.end(), 0);
-      if (k == lines.size) {
-        std::stable_sort(order.begin(), order.end(), before);
-      } else {
-        // Ties broken by position, so the k chosen match a stable sort's.
-        std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                          [&](int64_t a, int64_t b) {
-                            return before(a, b) || (!before(b, a) && a < b);
-                          });
-      }
-      const int64_t out_base = out_lines.start(l);
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t o = out_base + j * lines.inner;
+      std::stable_sort(order.begin(), order.end(), before);
+      for (int64_t j = 0; j < lines.size; ++j) {
+        const int64_t o = base + j * lines.inner;
         pv[o] = at(order[static_cast<size_t>(j)]);
         pi[o] = order[static_cast<size_t>(j)];
       }
@@ -166,15 +157,74 @@ void select_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t d
 void sort_kernel(KernelContext& ctx) {
   const int64_t dim = ctx.attrs.i("dim");
   TESSERA_DISPATCH_NUMERIC(ctx.inputs[0].dtype(), ctx.op.name, [&] {
-    select_impl<scalar_t>(ctx.inputs[0], ctx.outputs[0], ctx.outputs[1], dim,
-                          ctx.inputs[0].size(dim), ctx.attrs.b("descending"));
+    sort_impl<scalar_t>(ctx.inputs[0], ctx.outputs[0], ctx.outputs[1], dim,
+                        ctx.attrs.b("descending"));
+  });
+}
+
+// topk chooses as PyTorch's CPU kernel does, so that tied values come out
+// with the same indices: over (value, position) pairs, a partial sort when k
+// is small against the line (64 k <= n), else nth_element at k - 1 and, if
+// sorted, a sort of the k - 1 in front of it. NaN ranks above every number.
+// Both libraries run the same standard-library algorithms with the same
+// predicate, hence the same permutation.
+template <typename T>
+void topk_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim, int64_t k,
+               bool largest, bool sorted) {
+  if (values.numel() == 0) return;
+  NoGradGuard no_grad;
+  Tensor x = input.contiguous();
+  const Lines lines = lines_of(x.shape(), dim);
+  const Lines out_lines{lines.outer, k, lines.inner};
+  const T* px = x.data<T>();
+  T* pv = values.data<T>();
+  int64_t* pi = indices.data<int64_t>();
+  using Entry = std::pair<T, int64_t>;
+  auto nan = [](T v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::isnan(v);
+    } else {
+      return false;
+    }
+  };
+  auto above = [&](const Entry& a, const Entry& b) {
+    return (nan(a.first) && !nan(b.first)) || a.first > b.first;
+  };
+  auto below = [&](const Entry& a, const Entry& b) {
+    return (!nan(a.first) && nan(b.first)) || a.first < b.first;
+  };
+  parallel_for(0, lines.count(), grain_for(lines), [&](int64_t lo, int64_t hi) {
+    std::vector<Entry> queue(static_cast<size_t>(lines.size));
+    for (int64_t l = lo; l < hi; ++l) {
+      const int64_t base = lines.start(l);
+      for (int64_t j = 0; j < lines.size; ++j) queue[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
+      auto select = [&](const auto& first) {
+        if (k * 64 <= lines.size) {
+          std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), first);
+        } else {
+          std::nth_element(queue.begin(), queue.begin() + k - 1, queue.end(), first);
+          if (sorted) std::sort(queue.begin(), queue.begin() + k - 1, first);
+        }
+      };
+      if (largest) {
+        select(above);
+      } else {
+        select(below);
+      }
+      const int64_t out_base = out_lines.start(l);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t o = out_base + j * lines.inner;
+        pv[o] = queue[static_cast<size_t>(j)].first;
+        pi[o] = queue[static_cast<size_t>(j)].second;
+      }
+    }
   });
 }
 
 void topk_kernel(KernelContext& ctx) {
   TESSERA_DISPATCH_NUMERIC(ctx.inputs[0].dtype(), ctx.op.name, [&] {
-    select_impl<scalar_t>(ctx.inputs[0], ctx.outputs[0], ctx.outputs[1], ctx.attrs.i("dim"),
-                          ctx.attrs.i("k"), ctx.attrs.b("largest"));
+    topk_impl<scalar_t>(ctx.inputs[0], ctx.outputs[0], ctx.outputs[1], ctx.attrs.i("dim"),
+                        ctx.attrs.i("k"), ctx.attrs.b("largest"), ctx.attrs.b("sorted"));
   });
 }
 
