@@ -128,9 +128,13 @@ Tensor empty_like(const Tensor& x) {
 Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype) {
-  if (dtype && !is_floating(*dtype)) {
-    // An integer dtype counts in integers: PyTorch truncates each bound
-    // first (arange(0.0, -8.000001, -4.0, dtype=int64) is [0, -4]).
+  // Integer dtypes follow PyTorch: i64 truncates each bound first
+  // (arange(0.0, -8.000001, -4.0, dtype=int64) is [0, -4]); the others count
+  // with the bounds as given ([0, -4, -8] with dtype=int32), then step from
+  // the truncated start by the truncated step, wrapping in the dtype (u8
+  // from -1 gives 255).
+  const bool narrow_integer = dtype && is_integral(*dtype) && *dtype != DType::i64;
+  if (dtype == DType::i64) {
     start = start.truncated();
     end = end.truncated();
     step = step.truncated();
@@ -142,6 +146,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype)
   bool integral = start.is_integral() && end.is_integral() && step.is_integral();
   DType resolved = dtype.value_or(integral ? DType::i64 : DType::f32);
   auto count = static_cast<int64_t>(std::ceil(span));
+  if (narrow_integer) {
+    TESSERA_CHECK(step.truncated().to_int64() != 0, "[arange] step ", step.to_double(),
+                  " truncates to 0 for dtype ", dtype_name(*dtype));
+    return call1(arange_op, {},
+                 {{"shape", Shape{count}},
+                  {"dtype", DType::i64},
+                  {"start", static_cast<double>(start.truncated().to_int64())},
+                  {"step", static_cast<double>(step.truncated().to_int64())}})
+        .to(*dtype);
+  }
   return call1(arange_op, {},
                {{"shape", Shape{count}},
                 {"dtype", resolved},

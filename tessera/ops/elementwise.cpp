@@ -536,8 +536,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return binary(div_op, a, b);
 }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(pow_op, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(maximum_op, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(minimum_op, a, b); }
+// On bools the larger is "or", the smaller "and".
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return both_bool(a, b) ? logical_or(a, b) : binary(maximum_op, a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return both_bool(a, b) ? logical_and(a, b) : binary(minimum_op, a, b);
+}
 Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_like(a, b)); }
 Tensor sub(const Tensor& a, Scalar b) { return sub(a, scalar_like(a, b)); }
 Tensor mul(const Tensor& a, Scalar b) { return mul(a, scalar_like(a, b)); }
@@ -804,9 +809,14 @@ Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optio
 }
 
 Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min, std::nullopt); }
-Tensor clamp_min(const Tensor& x, const Tensor& min) { return clamp(x, min, std::nullopt); }
+// PyTorch clamps bool tensors by bool tensors (but not by numbers).
+Tensor clamp_min(const Tensor& x, const Tensor& min) {
+  return both_bool(x, min) ? maximum(x, min) : clamp(x, min, std::nullopt);
+}
 Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max); }
-Tensor clamp_max(const Tensor& x, const Tensor& max) { return clamp(x, std::nullopt, max); }
+Tensor clamp_max(const Tensor& x, const Tensor& max) {
+  return both_bool(x, max) ? minimum(x, max) : clamp(x, std::nullopt, max);
+}
 
 Tensor cast(const Tensor& x, DType dtype) { return call1(cast_op, {x}, {{"dtype", dtype}}); }
 

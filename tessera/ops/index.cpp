@@ -435,6 +435,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index_in) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (x.defined() && src.defined() && x.dtype() == DType::boolean &&
+      src.dtype() == DType::boolean) {  // "or", added up as 0/1
+    return scatter_add(x.to(DType::i64), dim, index, src.to(DType::i64)).to(DType::boolean);
+  }
   if (is_scalar_scatter(x, index, src)) {
     normalize_dim(dim, 1, "scatter_add");
     return scatter_add(as_vector_if_scalar(x), 0, as_vector_if_scalar(index),
@@ -491,6 +495,11 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   }
   int64_t d = check_scatter("scatter_reduce", x, dim, index, src);
   check_same_dtype("scatter_reduce", x, src);
+  if (x.dtype() == DType::boolean && reduce != "mean") {
+    // On bools sum and amax are "or", prod and amin "and": reduced as 0/1.
+    return scatter_reduce(x.to(DType::i64), d, index, src.to(DType::i64), reduce, include_self)
+        .to(DType::boolean);
+  }
   TESSERA_CHECK(x.dtype() != DType::boolean && x.dtype() != DType::bf16 && x.dtype() != DType::f16,
                 "[scatter_reduce] no kernel for dtype ", dtype_name(x.dtype()),
                 "; supported: f32, f64, i64, i32, u8");
@@ -502,6 +511,10 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
                  double alpha) {
   TESSERA_CHECK(x.defined(), "[index_add] x is an undefined tensor");
   TESSERA_CHECK(source.defined(), "[index_add] source is an undefined tensor");
+  if (x.dtype() == DType::boolean && source.dtype() == DType::boolean) {  // as scatter_add
+    return index_add(x.to(DType::i64), dim, index, source.to(DType::i64), alpha)
+        .to(DType::boolean);
+  }
   if (x.dim() == 0) {
     normalize_dim(dim, 1, "index_add");
     return index_add(x.reshape({1}), 0, index, source, alpha).reshape({});

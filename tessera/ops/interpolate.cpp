@@ -155,8 +155,14 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& size,
   TESSERA_CHECK(interpolating || !align_corners.has_value(), "[interpolate] align_corners can ",
                 "only be set with the interpolating modes linear, bilinear, bicubic and ",
                 "trilinear, not '", mode, "'");
-  TESSERA_CHECK(is_floating(x.dtype()), "[interpolate] input must be floating, got ",
-                dtype_name(x.dtype()));
+  if ((mode == "nearest" || mode == "nearest-exact") && x.dtype() == DType::u8) {
+    // Nearest only copies values: PyTorch takes u8 images here.
+    return interpolate(x.to(DType::f32), size, scale_factor, mode, align_corners,
+                       recompute_scale_factor)
+        .to(DType::u8);
+  }
+  TESSERA_CHECK(is_floating(x.dtype()), "[interpolate] input must be floating (or u8 with ",
+                "nearest), got ", dtype_name(x.dtype()));
   TESSERA_CHECK(size.empty() != scale_factor.empty(), "[interpolate] give exactly one of size ",
                 "and scale_factor");
   const size_t given = size.empty() ? scale_factor.size() : size.size();

@@ -393,7 +393,9 @@ Labelled contract(const Labelled& a, const Labelled& b, const std::vector<char>&
       labels.push_back(label);
     }
   }
-  return {bmm(left, right).reshape(shape), labels};
+  // An operand summed on its own may have widened (i32 sums to i64).
+  const DType common = promote_types(left.dtype(), right.dtype());
+  return {bmm(left.to(common), right.to(common)).reshape(shape), labels};
 }
 
 // The labels of one side of the equation ("ij", "...k"), with the

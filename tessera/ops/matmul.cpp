@@ -118,6 +118,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   DType common = promote_types(a.dtype(), b.dtype());
   TESSERA_CHECK(common != DType::boolean, "[matmul] is not defined for bool operands; cast to ",
                 "an integer or floating dtype first");
+  if (common == DType::u8) {
+    // u8 products wrap modulo 256, which an i64 product cast back gives exactly.
+    return matmul(a.to(DType::i64), b.to(DType::i64)).to(DType::u8);
+  }
   Tensor lhs = a.dim() == 1 ? a.unsqueeze(0) : a;
   Tensor rhs = b.dim() == 1 ? b.unsqueeze(1) : b;
   if (lhs.dim() > 2 && rhs.dim() > 2) {

@@ -143,6 +143,9 @@ Attrs reduce_attrs(const Tensor& x, const Dims& dims, bool keepdim, const char* 
 }
 
 Tensor extremum(const OpDef& op, const Tensor& x, const Dims& dims, bool keepdim) {
+  if (x.defined() && x.dtype() == DType::boolean) {  // or / and, as PyTorch's max / min
+    return extremum(op, x.to(DType::u8), dims, keepdim).to(DType::boolean);
+  }
   Attrs attrs = reduce_attrs(x, dims, keepdim, op.name.c_str());
   for (int64_t d : attrs.ints("dims")) {
     TESSERA_CHECK(x.shape()[d] > 0, "[", op.name, "] cannot reduce over dim ", d,
@@ -152,6 +155,9 @@ Tensor extremum(const OpDef& op, const Tensor& x, const Dims& dims, bool keepdim
 }
 
 Tensor arg_extremum(const OpDef& op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  if (x.defined() && x.dtype() == DType::boolean) {
+    return arg_extremum(op, x.to(DType::u8), dim, keepdim);
+  }
   if (!dim) {
     TESSERA_CHECK(x.numel() > 0, "[", op.name, "] of an empty tensor is undefined");
     Tensor flat_index = call1(op, {x.reshape({x.numel()})}, {{"dims", Dims{0}}, {"keepdim", false}});
@@ -309,7 +315,12 @@ Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dty
   TESSERA_CHECK(x.defined(), "[prod] got an undefined tensor");
   const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), "prod");
   Tensor input = as_accumulated(x, dtype);
-  if (x.dim() == 0) return cumprod(input, 0);
+  if (input.dtype() == DType::boolean) {  // prod=bool is "all"
+    return prod(input.to(DType::i64), dim, keepdim).to(DType::boolean);
+  }
+  // An explicit dtype is the result's (cumprod would widen integers to i64).
+  const std::optional<DType> keep = dtype ? std::optional<DType>(input.dtype()) : std::nullopt;
+  if (x.dim() == 0) return cumprod(input, 0, keep);
   const int64_t n = x.size(d);
   if (n == 0) {
     Shape shape = x.shape();
@@ -318,7 +329,7 @@ Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dty
     return keepdim ? unit : unit.squeeze(d);
   }
   // The last running product: cumprod's gradient is exact with zeros.
-  Tensor last = cumprod(input, d).narrow(d, n - 1, 1);
+  Tensor last = cumprod(input, d, keep).narrow(d, n - 1, 1);
   return keepdim ? last : last.squeeze(d);
 }
 

@@ -193,7 +193,10 @@ Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
   const int64_t d = checked_dim(x, dim, "sort");
-  check_sortable(x, "sort");
+  if (x.dtype() == DType::boolean) {  // false before true, as PyTorch sorts bools
+    auto [values, indices] = sort(x.to(DType::u8), dim, descending, stable);
+    return {values.to(DType::boolean), indices};
+  }
   if (x.dim() == 0) {
     auto [values, indices] = sort(x.reshape({1}), 0, descending, stable);
     return {values.reshape({}), indices.reshape({})};

@@ -18,8 +18,9 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nu
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // Values sorted along dim and the i64 positions they came from. NaN sorts
-// above every number, as in PyTorch; equal values keep their order (the
-// sort is always stable, which `stable = false` permits).
+// above every number, as in PyTorch. With stable, equal values keep their
+// order; without, they come out as PyTorch's CPU sort leaves them (the same
+// algorithm runs). Bools sort false first.
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false,
                                 bool stable = false);
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);

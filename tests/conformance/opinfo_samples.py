@@ -175,7 +175,46 @@ def record(op, dtype, sample, writer, generator):
         grads = torch.autograd.grad(sum(terms), [leaf for _, leaf in leaves], allow_unused=True)
         for (name, _), grad in zip(leaves, grads):
             entry["grads"].append([name, None if grad is None else writer.add(grad)])
+    if dtype == torch.float32:
+        reference_in_float64(op, sample, entry, writer, leaves, cotangents)
     return entry
+
+
+def reference_in_float64(op, sample, entry, writer, leaves, cotangents):
+    """The same sample run in float64 ("outputs64", "grads64"): float32 results
+    may match this instead, where float32 rounding in PyTorch itself is the
+    difference (a gradient that is zero in exact arithmetic, say)."""
+    wide = {}
+
+    def widen(value):
+        if isinstance(value, torch.Tensor):
+            if value.dtype != torch.float32:
+                return value
+            if id(value) not in wide:
+                wide[id(value)] = value.detach().double().requires_grad_(value.requires_grad)
+            return wide[id(value)]
+        if isinstance(value, (list, tuple)):
+            return type(value)(widen(item) for item in value)
+        return value
+
+    try:
+        outputs = flatten(op.op(widen(sample.input), *widen(tuple(sample.args)),
+                                **{key: widen(value) for key, value in sample.kwargs.items()}))
+    except Exception:  # noqa: BLE001 (no float64 reference for this sample)
+        return
+    if len(outputs) != len(entry["outputs"]):
+        return
+    entry["outputs64"] = [writer.add(out) for out in outputs]
+    terms = [(out * writer.tensors[name].double()).sum()
+             for out, name in zip(outputs, cotangents) if name is not None and out.requires_grad]
+    wide_leaves = [wide.get(id(leaf)) for _, leaf in leaves]
+    if not terms or not leaves or any(leaf is None for leaf in wide_leaves):
+        return
+    try:
+        grads = torch.autograd.grad(sum(terms), wide_leaves, allow_unused=True)
+    except Exception:  # noqa: BLE001
+        return
+    entry["grads64"] = [None if grad is None else writer.add(grad) for grad in grads]
 
 
 def main():

@@ -113,21 +113,37 @@ void cumprod_backward_kernel(KernelContext& ctx) {
   });
 }
 
-// PyTorch's order: NaN above every number (last ascending, first descending).
+// (value, position) pairs ordered as PyTorch's CPU kernels order them: NaN
+// above every number. sort and topk run the same standard-library
+// algorithms as those kernels with these predicates, so tied values come
+// out in the same positions as in PyTorch.
 template <typename T>
-bool ascending_less(T a, T b) {
+using Entry = std::pair<T, int64_t>;
+
+template <typename T>
+bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
+    return std::isnan(v);
+  } else {
+    return false;
   }
-  return a < b;
 }
 
-// Sorts every line; `descending` flips the order, ties keep their input
-// order.
+template <typename T>
+bool ranks_below(const Entry<T>& a, const Entry<T>& b) {
+  return (!is_nan(a.first) && is_nan(b.first)) || a.first < b.first;
+}
+
+template <typename T>
+bool ranks_above(const Entry<T>& a, const Entry<T>& b) {
+  return (is_nan(a.first) && !is_nan(b.first)) || a.first > b.first;
+}
+
+// Sorts every line: std::stable_sort when stable, else std::sort (whose
+// order of ties is the one PyTorch gives).
 template <typename T>
 void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim,
-               bool descending) {
+               bool descending, bool stable) {
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
   Tensor x = input.contiguous();
@@ -136,19 +152,28 @@ void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim
   T* pv = values.data<T>();
   int64_t* pi = indices.data<int64_t>();
   parallel_for(0, lines.count(), grain_for(lines), [&](int64_t lo, int64_t hi) {
-    std::vector<int64_t> order(static_cast<size_t>(lines.size));
+    std::vector<Entry<T>> line(static_cast<size_t>(lines.size));
     for (int64_t l = lo; l < hi; ++l) {
       const int64_t base = lines.start(l);
-      auto at = [&](int64_t j) { return px[base + j * lines.inner]; };
-      auto before = [&](int64_t a, int64_t b) {
-        return descending ? ascending_less(at(b), at(a)) : ascending_less(at(a), at(b));
+      for (int64_t j = 0; j < lines.size; ++j) {
+        line[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
+      }
+      auto order = [&](const auto& first) {
+        if (stable) {
+          std::stable_sort(line.begin(), line.end(), first);
+        } else {
+          std::sort(line.begin(), line.end(), first);
+        }
       };
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), before);
+      if (descending) {
+        order(ranks_above<T>);
+      } else {
+        order(ranks_below<T>);
+      }
       for (int64_t j = 0; j < lines.size; ++j) {
         const int64_t o = base + j * lines.inner;
-        pv[o] = at(order[static_cast<size_t>(j)]);
-        pi[o] = order[static_cast<size_t>(j)];
+        pv[o] = line[static_cast<size_t>(j)].first;
+        pi[o] = line[static_cast<size_t>(j)].second;
       }
     }
   });
@@ -158,16 +183,13 @@ void sort_kernel(KernelContext& ctx) {
   const int64_t dim = ctx.attrs.i("dim");
   TESSERA_DISPATCH_NUMERIC(ctx.inputs[0].dtype(), ctx.op.name, [&] {
     sort_impl<scalar_t>(ctx.inputs[0], ctx.outputs[0], ctx.outputs[1], dim,
-                        ctx.attrs.b("descending"));
+                        ctx.attrs.b("descending"), ctx.attrs.b("stable"));
   });
 }
 
-// topk chooses as PyTorch's CPU kernel does, so that tied values come out
-// with the same indices: over (value, position) pairs, a partial sort when k
-// is small against the line (64 k <= n), else nth_element at k - 1 and, if
-// sorted, a sort of the k - 1 in front of it. NaN ranks above every number.
-// Both libraries run the same standard-library algorithms with the same
-// predicate, hence the same permutation.
+// topk chooses as PyTorch's CPU kernel does: a partial sort when k is small
+// against the line (64 k <= n), else nth_element at k - 1 and, if sorted, a
+// sort of the k - 1 in front of it.
 template <typename T>
 void topk_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim, int64_t k,
                bool largest, bool sorted) {
@@ -179,25 +201,13 @@ void topk_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim
   const T* px = x.data<T>();
   T* pv = values.data<T>();
   int64_t* pi = indices.data<int64_t>();
-  using Entry = std::pair<T, int64_t>;
-  auto nan = [](T v) {
-    if constexpr (std::is_floating_point_v<T>) {
-      return std::isnan(v);
-    } else {
-      return false;
-    }
-  };
-  auto above = [&](const Entry& a, const Entry& b) {
-    return (nan(a.first) && !nan(b.first)) || a.first > b.first;
-  };
-  auto below = [&](const Entry& a, const Entry& b) {
-    return (!nan(a.first) && nan(b.first)) || a.first < b.first;
-  };
   parallel_for(0, lines.count(), grain_for(lines), [&](int64_t lo, int64_t hi) {
-    std::vector<Entry> queue(static_cast<size_t>(lines.size));
+    std::vector<Entry<T>> queue(static_cast<size_t>(lines.size));
     for (int64_t l = lo; l < hi; ++l) {
       const int64_t base = lines.start(l);
-      for (int64_t j = 0; j < lines.size; ++j) queue[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
+      for (int64_t j = 0; j < lines.size; ++j) {
+        queue[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
+      }
       auto select = [&](const auto& first) {
         if (k * 64 <= lines.size) {
           std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), first);
@@ -207,9 +217,9 @@ void topk_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim
         }
       };
       if (largest) {
-        select(above);
+        select(ranks_above<T>);
       } else {
-        select(below);
+        select(ranks_below<T>);
       }
       const int64_t out_base = out_lines.start(l);
       for (int64_t j = 0; j < k; ++j) {
