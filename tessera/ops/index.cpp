@@ -500,9 +500,8 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
     return scatter_reduce(x.to(DType::i64), d, index, src.to(DType::i64), reduce, include_self)
         .to(DType::boolean);
   }
-  TESSERA_CHECK(x.dtype() != DType::boolean && x.dtype() != DType::bf16 && x.dtype() != DType::f16,
-                "[scatter_reduce] no kernel for dtype ", dtype_name(x.dtype()),
-                "; supported: f32, f64, i64, i32, u8");
+  TESSERA_CHECK(x.dtype() != DType::boolean, "[scatter_reduce] reduce='mean' is not defined ",
+                "for bool tensors (as in PyTorch)");
   return call1(scatter_reduce_op, {x, index, src},
                {{"dim", d}, {"reduce", reduce}, {"include_self", include_self}});
 }

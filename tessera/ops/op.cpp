@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/ops/elementwise.h"
 
 namespace tessera {
 
@@ -75,7 +76,9 @@ void register_kernel(const std::string& op, DeviceType device, std::vector<DType
   table[op] = KernelEntry{fn, std::move(dtypes)};
 }
 
-KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
+namespace {
+
+const KernelEntry& kernel_entry(const OpDef& op, DeviceType device) {
   int device_index = static_cast<int>(device);
   auto* entry = static_cast<const KernelEntry*>(
       op.kernel_cache->entry[device_index].load(std::memory_order_acquire));
@@ -91,11 +94,54 @@ KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
     entry = &it->second;
     op.kernel_cache->entry[device_index].store(entry, std::memory_order_release);
   }
+  return *entry;
+}
+
+bool supports(const KernelEntry& entry, DType dtype) {
+  return std::find(entry.dtypes.begin(), entry.dtypes.end(), dtype) != entry.dtypes.end();
+}
+
+}  // namespace
+
+KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
+  const KernelEntry* entry = &kernel_entry(op, device);
   TESSERA_CHECK(std::find(entry->dtypes.begin(), entry->dtypes.end(), dtype) != entry->dtypes.end(),
                 "[", op.name, "] no ", device == DeviceType::cpu ? "cpu" : "cuda",
                 " kernel for dtype ", dtype_name(dtype), "; supported: ", dtype_list(entry->dtypes));
   return entry->fn;
 }
+
+namespace {
+
+// bf16 and f16 are computed in f32 where an op has no kernel of their own,
+// as PyTorch's CPU kernels compute them: the 16-bit inputs widened, the op
+// run, each output rounded to the dtype the op gives it. The casts are ops,
+// so gradients flow through them.
+bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, DType kernel_dtype,
+                      DeviceType device) {
+  if (inputs.empty() || (kernel_dtype != DType::bf16 && kernel_dtype != DType::f16)) return false;
+  const KernelEntry& entry = kernel_entry(op, device);
+  return !supports(entry, kernel_dtype) && supports(entry, DType::f32);
+}
+
+std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inputs,
+                                 const Attrs& attrs, const std::vector<TensorMeta>& output_metas) {
+  std::vector<Tensor> wide;
+  wide.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    const bool narrow = t.dtype() == DType::bf16 || t.dtype() == DType::f16;
+    wide.push_back(narrow ? cast(t, DType::f32) : t);
+  }
+  std::vector<Tensor> outputs = call(op, wide, attrs);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (outputs[k].dtype() != output_metas[k].dtype) {
+      outputs[k] = cast(outputs[k], output_metas[k].dtype);
+    }
+  }
+  return outputs;
+}
+
+}  // namespace
 
 std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   std::vector<TensorMeta> input_metas;
@@ -125,6 +171,9 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
                              ? inputs[op.kernel_dtype_input].dtype()
                              : output_metas.at(0).dtype;
     Device device = inputs.empty() ? output_metas.at(0).device : inputs[0].device();
+    if (computes_widened(op, inputs, kernel_dtype, device.type)) {
+      return call_widened(op, inputs, attrs, output_metas);
+    }
     // Before allocating, so a missing kernel costs no device memory.
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
     outputs.reserve(output_metas.size());

@@ -160,16 +160,14 @@ int64_t checked_dim(const Tensor& x, int64_t dim, const char* op) {
 }
 
 // The dtype a running sum or product accumulates in.
-Tensor scan_input(const Tensor& x, std::optional<DType> dtype, const char* op) {
+Tensor scan_input(const Tensor& x, std::optional<DType> dtype) {
   if (dtype) return x.dtype() == *dtype ? x : cast(x, *dtype);
-  TESSERA_CHECK(x.dtype() != DType::bf16 && x.dtype() != DType::f16, "[", op, "] has no ",
-                dtype_name(x.dtype()), " kernel; pass dtype=f32 or cast first");
   return is_floating(x.dtype()) ? x : cast(x, DType::i64);
 }
 
 Tensor scan(const OpDef& op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   const int64_t d = checked_dim(x, dim, op.name.c_str());
-  Tensor input = scan_input(x, dtype, op.name.c_str());
+  Tensor input = scan_input(x, dtype);
   if (x.dim() == 0) return scan(op, input.reshape({1}), 0, std::nullopt).reshape({});
   Attrs attrs{{"dim", d}};
   if (&op == &cumsum_op) attrs.set("reverse", false);

@@ -75,9 +75,10 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ou
     sequence = gather(sorted_sequence, -1, sorter);
   }
   DType common = promote_types(sequence.dtype(), values.dtype());
-  TESSERA_CHECK(common != DType::boolean && common != DType::bf16 && common != DType::f16,
-                "[searchsorted] has no kernel for dtype ", dtype_name(common),
-                "; supported: f32, f64, i64, i32, u8");
+  TESSERA_CHECK(common != DType::boolean, "[searchsorted] does not search bool tensors; ",
+                "supported: f32, f64, bf16, f16, i64, i32, u8");
+  // 16-bit floats compare exactly in f32.
+  if (common == DType::bf16 || common == DType::f16) common = DType::f32;
   Tensor seq_input = (sequence.dtype() == common ? sequence : cast(sequence, common)).contiguous();
   Tensor value_input = (values.dtype() == common ? values : cast(values, common)).contiguous();
   return call1(searchsorted_op, {seq_input.detach(), value_input.detach()},

@@ -138,10 +138,12 @@ def encode(value, writer, leaves):
 
 
 def thin(samples, limit):
+    """At most `limit` samples, evenly spaced, each with its position in the
+    full list (a fewer-sample run is a subset of a fuller one)."""
     if len(samples) <= limit:
-        return samples
+        return list(enumerate(samples))
     step = len(samples) / limit
-    return [samples[int(i * step)] for i in range(limit)]
+    return [(int(i * step), samples[int(i * step)]) for i in range(limit)]
 
 
 def record(op, dtype, sample, writer, generator):
@@ -172,23 +174,27 @@ def record(op, dtype, sample, writer, generator):
     entry["cotangents"] = cotangents
     entry["grads"] = []
     if terms and leaves:
-        grads = torch.autograd.grad(sum(terms), [leaf for _, leaf in leaves], allow_unused=True)
-        for (name, _), grad in zip(leaves, grads):
+        try:
+            grads = torch.autograd.grad(sum(terms), [leaf for _, leaf in leaves],
+                                        allow_unused=True)
+        except RuntimeError:  # PyTorch has no backward for this dtype (Half on CPU)
+            grads = None
+        for (name, _), grad in zip(leaves, grads or []):
             entry["grads"].append([name, None if grad is None else writer.add(grad)])
-    if dtype == torch.float32:
+    if dtype in (torch.float32, torch.bfloat16, torch.float16):
         reference_in_float64(op, sample, entry, writer, leaves, cotangents)
     return entry
 
 
 def reference_in_float64(op, sample, entry, writer, leaves, cotangents):
-    """The same sample run in float64 ("outputs64", "grads64"): float32 results
-    may match this instead, where float32 rounding in PyTorch itself is the
-    difference (a gradient that is zero in exact arithmetic, say)."""
+    """The same sample run in float64 ("outputs64", "grads64"): results may
+    match this instead, where PyTorch's own rounding in the narrower dtype is
+    the difference (a gradient that is zero in exact arithmetic, say)."""
     wide = {}
 
     def widen(value):
         if isinstance(value, torch.Tensor):
-            if value.dtype != torch.float32:
+            if value.dtype not in (torch.float32, torch.bfloat16, torch.float16):
                 return value
             if id(value) not in wide:
                 wide[id(value)] = value.detach().double().requires_grad_(value.requires_grad)
@@ -225,7 +231,6 @@ def main():
     for op in op_db:
         by_name.setdefault(op.name, []).append(op)
     writer, entries, skipped = Writer(), [], {}
-    generator = torch.Generator().manual_seed(0)
     for name in wanted:
         if name not in by_name:
             raise SystemExit(f"op_db has no op named {name!r}")
@@ -238,7 +243,10 @@ def main():
                 samples = thin(list(op.sample_inputs("cpu", dtype,
                                                      requires_grad=dtype.is_floating_point
                                                      and op.supports_autograd)), limit)
-                for sample in samples:
+                for position, sample in samples:
+                    # Cotangents that depend on the sample alone, not on
+                    # which samples ran before it.
+                    generator = torch.Generator().manual_seed(position)
                     try:
                         entries.append(record(op, dtype, sample, writer, generator))
                     except Unsupported as why:

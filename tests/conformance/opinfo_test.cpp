@@ -928,10 +928,33 @@ const char* const kIntegerLinspace =
     "width; Tessera truncates each exact value (-1 from index 17)";
 const char* const kNuclearNorm =
     "the nuclear norm needs a singular value decomposition, not implemented";
+const char* const kRoundedIntermediates =
+    "Tessera composes this op of others and rounds each intermediate result to bf16 (f16), "
+    "where PyTorch's kernel keeps them in f32: differences of a few units in the last place";
+const char* const kSixteenBitJump =
+    "one bf16 sample's gradient at a point where the function jumps (hardswish near +-3, "
+    "remainder by zero: inf against nan) differs; not yet explained";
 const std::map<std::string, std::string> kKnownFailures = {
-    {"linspace I64", kIntegerLinspace}, {"linspace I32", kIntegerLinspace},
-    {"linspace U8", kIntegerLinspace},  {"norm.nuc F32", kNuclearNorm},
+    {"linspace I64", kIntegerLinspace},
+    {"linspace I32", kIntegerLinspace},
+    {"linspace U8", kIntegerLinspace},
+    {"norm.nuc F32", kNuclearNorm},
     {"norm.nuc F64", kNuclearNorm},
+    {"addcdiv BF16", kRoundedIntermediates},
+    {"addcmul BF16", kRoundedIntermediates},
+    {"baddbmm BF16", kRoundedIntermediates},
+    {"lerp BF16", kRoundedIntermediates},
+    {"linspace BF16", kRoundedIntermediates},
+    {"linspace F16", kRoundedIntermediates},
+    {"nn.functional.binary_cross_entropy_with_logits BF16", kRoundedIntermediates},
+    {"nn.functional.embedding_bag F16", kRoundedIntermediates},
+    {"nn.functional.group_norm BF16", kRoundedIntermediates},
+    {"nn.functional.interpolate.bicubic BF16", kRoundedIntermediates},
+    {"nn.functional.interpolate.bilinear BF16", kRoundedIntermediates},
+    {"nn.functional.interpolate.trilinear BF16", kRoundedIntermediates},
+    {"nn.functional.normalize BF16", kRoundedIntermediates},
+    {"nn.functional.hardswish BF16", kSixteenBitJump},
+    {"remainder BF16", kSixteenBitJump},
 };
 
 // ---------------------------------------------------------------------------
@@ -987,9 +1010,22 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& wh
   std::vector<double> a = cast(got, DType::f64).to_vector<double>();
   std::vector<double> b = cast(want, DType::f64).to_vector<double>();
   bool floating = is_floating(want.dtype());
-  // float32 tolerances; gradients (longer chains of rounding) a decade looser.
-  const double rtol = gradient ? 1e-3 : 1e-4;
-  const double atol = gradient ? 1e-4 : 1e-5;
+  // Relative tolerance by dtype: float32 (and float64) as float32, the
+  // 16-bit types at torch.testing's (bf16 1.6e-2, f16 1e-3); gradients
+  // (longer chains of rounding) looser.
+  double rtol = want.dtype() == DType::bf16 ? 1.6e-2 : want.dtype() == DType::f16 ? 1e-3 : 1e-4;
+  double atol = want.dtype() == DType::bf16 || want.dtype() == DType::f16 ? 1e-3 : 1e-5;
+  if (gradient) {
+    rtol *= want.dtype() == DType::bf16 ? 4 : 10;
+    atol *= 10;
+  }
+  if (gradient && (want.dtype() == DType::bf16 || want.dtype() == DType::f16)) {
+    // A 16-bit gradient summed over broadcast dims is only as exact as the
+    // largest term: the tolerance scales with the tensor's largest value.
+    double largest = 0;
+    for (double v : b) largest = std::max(largest, std::isfinite(v) ? std::abs(v) : 0.0);
+    atol += rtol * largest;
+  }
   for (size_t k = 0; k < a.size(); ++k) {
     if (floating && std::isnan(a[k]) && std::isnan(b[k])) continue;
     bool same = floating ? (a[k] == b[k] || std::abs(a[k] - b[k]) <= atol + rtol * std::abs(b[k]))
@@ -1143,7 +1179,7 @@ TEST(OpInfoConformance, PyTorchSampleInputs) {
   const char* dtypes = std::getenv("TESSERA_OPINFO_DTYPES");
   const std::string command = interpreter + " " + TESSERA_SOURCE_DIR +
                               "/tests/conformance/opinfo_samples.py " + file + " " +
-                              (limit ? limit : kDefaultLimit) + " " + (dtypes ? dtypes : "float32,float64,int64,int32,uint8,bool") + " " +
+                              (limit ? limit : kDefaultLimit) + " " + (dtypes ? dtypes : "float32,float64,bfloat16,float16,int64,int32,uint8,bool") + " " +
                               (only ? only : "") + " 2>/dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   io::SafetensorsFile samples = io::load_safetensors(file);
@@ -1184,7 +1220,10 @@ TEST(OpInfoConformance, PyTorchSampleInputs) {
   if (!known.str().empty()) std::cout << "known failures:\n" << known.str();
   EXPECT_TRUE(unexpected.str().empty()) << "samples that do not match PyTorch:\n"
                                         << unexpected.str();
+  // Fewer samples (a sanitizer build, a debugging run) may all pass.
+  const bool every_sample = !only && !limit && !dtypes && std::string(kDefaultLimit) == "40";
   for (const auto& [key, reason] : kKnownFailures) {
+    if (!every_sample) break;
     auto it = per_op.find(key);
     EXPECT_TRUE(it == per_op.end() || it->second.first < it->second.second)
         << key << " is listed as failing (" << reason << ") but every sample passes";
