@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/collective_checks.h"
@@ -246,8 +247,18 @@ std::string GlooGroup::failure_note(bool timed_out) {
   std::vector<int> peers;
   for (int member = 0; member < size_; ++member)
     if (member != rank_) peers.push_back(job_ranks_[static_cast<size_t>(member)]);
-  const std::string ended =
-      ended_ranks(*store_, job_prefix_, peers, job_ranks_[static_cast<size_t>(rank_)]);
+  const int self = job_ranks_[static_cast<size_t>(rank_)];
+  std::string ended = ended_ranks(*store_, job_prefix_, peers, self);
+  if (ended.empty() && !timed_out && size_ > 1) {
+    // A killed peer's sockets close while its process is still exiting, a
+    // moment before it shows as ended: give it up to a second to show.
+    const auto settle = std::chrono::steady_clock::now() +
+                        std::min(timeout_, std::chrono::milliseconds(1000));
+    while (ended.empty() && std::chrono::steady_clock::now() < settle) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ended = ended_ranks(*store_, job_prefix_, peers, self);
+    }
+  }
   if (!ended.empty()) note += "; lost " + ended;
   if (!timed_out || !ended.empty() || size_ == 1) return note;
   // Every rank that times out marks the call in the store; a peer that is
