@@ -134,6 +134,13 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype)
   // the truncated start by the truncated step, wrapping in the dtype (u8
   // from -1 gives 255).
   const bool narrow_integer = dtype && is_integral(*dtype) && *dtype != DType::i64;
+  if (dtype && !is_floating(*dtype)) {
+    for (const Scalar& bound : {start, end, step}) {
+      TESSERA_CHECK(std::isfinite(bound.to_double()), "[arange] bounds must be finite for dtype ",
+                    dtype_name(*dtype), ", got start ", start.to_double(), ", end ",
+                    end.to_double(), ", step ", step.to_double());
+    }
+  }
   if (dtype == DType::i64) {
     start = start.truncated();
     end = end.truncated();

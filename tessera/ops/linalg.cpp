@@ -39,6 +39,9 @@ Tensor scaled_sum(const char* op, const Tensor& input, const Tensor& product, Sc
                 " does not broadcast to the product's shape ", shape_str(product.shape()));
   if (!is_floating(product.dtype())) {
     // Integer products take integer factors: PyTorch truncates 0.6 to 0.
+    TESSERA_CHECK(std::isfinite(beta.to_double()) && std::isfinite(alpha.to_double()), "[", op,
+                  "] beta and alpha must be finite for integer inputs, got beta ",
+                  beta.to_double(), " and alpha ", alpha.to_double());
     beta = beta.truncated();
     alpha = alpha.truncated();
   }

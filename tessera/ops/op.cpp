@@ -104,11 +104,11 @@ bool supports(const KernelEntry& entry, DType dtype) {
 }  // namespace
 
 KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
-  const KernelEntry* entry = &kernel_entry(op, device);
-  TESSERA_CHECK(std::find(entry->dtypes.begin(), entry->dtypes.end(), dtype) != entry->dtypes.end(),
-                "[", op.name, "] no ", device == DeviceType::cpu ? "cpu" : "cuda",
-                " kernel for dtype ", dtype_name(dtype), "; supported: ", dtype_list(entry->dtypes));
-  return entry->fn;
+  const KernelEntry& entry = kernel_entry(op, device);
+  TESSERA_CHECK(supports(entry, dtype), "[", op.name, "] no ",
+                device == DeviceType::cpu ? "cpu" : "cuda", " kernel for dtype ", dtype_name(dtype),
+                "; supported: ", dtype_list(entry.dtypes));
+  return entry.fn;
 }
 
 namespace {

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "testing.h"
 
@@ -152,6 +153,20 @@ TEST(Randint, FullInt64RangeWrapsWithoutOverflow) {
   for (int64_t value : values) odd += value & 1;
   EXPECT_GT(odd, 64);
   EXPECT_LT(odd, 192);
+}
+
+
+TEST(Creation, IntegerBoundsMustBeFinite) {
+  // Truncating an infinite bound to an integer would be undefined, not a range.
+  const double inf = std::numeric_limits<double>::infinity();
+  const char* message = "[arange] bounds must be finite";
+  EXPECT_HAS(error_of([&] { arange(0.0, inf, 1.0, DType::i64); }), message);
+  EXPECT_HAS(error_of([&] { arange(0.0, 4.0, inf, DType::i32); }), message);
+  EXPECT_HAS(error_of([&] {
+               addmm(zeros({2, 2}, DType::i64), zeros({2, 2}, DType::i64),
+                     zeros({2, 2}, DType::i64), 1, inf);
+             }),
+             "[addmm] beta and alpha must be finite");
 }
 
 }  // namespace
