@@ -139,15 +139,16 @@ bool ranks_above(const Entry<T>& a, const Entry<T>& b) {
   return (is_nan(a.first) && !is_nan(b.first)) || a.first > b.first;
 }
 
-// Sorts every line: std::stable_sort when stable, else std::sort (whose
-// order of ties is the one PyTorch gives).
-template <typename T>
-void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim,
-               bool descending, bool stable) {
+// Every line of `input` along dim as (value, position) pairs, arranged by
+// `arrange` so that its first k are the result: values and indices get them.
+template <typename T, typename Arrange>
+void arrange_lines(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim, int64_t k,
+                   const Arrange& arrange) {
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
   Tensor x = input.contiguous();
   const Lines lines = lines_of(x.shape(), dim);
+  const Lines out_lines{lines.outer, k, lines.inner};
   const T* px = x.data<T>();
   T* pv = values.data<T>();
   int64_t* pi = indices.data<int64_t>();
@@ -158,23 +159,35 @@ void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim
       for (int64_t j = 0; j < lines.size; ++j) {
         line[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
       }
-      auto order = [&](const auto& first) {
-        if (stable) {
-          std::stable_sort(line.begin(), line.end(), first);
-        } else {
-          std::sort(line.begin(), line.end(), first);
-        }
-      };
-      if (descending) {
-        order(ranks_above<T>);
-      } else {
-        order(ranks_below<T>);
-      }
-      for (int64_t j = 0; j < lines.size; ++j) {
-        const int64_t o = base + j * lines.inner;
+      arrange(line);
+      const int64_t out_base = out_lines.start(l);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t o = out_base + j * lines.inner;
         pv[o] = line[static_cast<size_t>(j)].first;
         pi[o] = line[static_cast<size_t>(j)].second;
       }
+    }
+  });
+}
+
+// Sorts every line: std::stable_sort when stable, else std::sort (whose
+// order of ties is the one PyTorch gives).
+template <typename T>
+void sort_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim,
+               bool descending, bool stable) {
+  const int64_t size = input.dim() == 0 ? 1 : input.size(dim);
+  arrange_lines<T>(input, values, indices, dim, size, [&](std::vector<Entry<T>>& line) {
+    auto order = [&](const auto& first) {
+      if (stable) {
+        std::stable_sort(line.begin(), line.end(), first);
+      } else {
+        std::sort(line.begin(), line.end(), first);
+      }
+    };
+    if (descending) {
+      order(ranks_above<T>);
+    } else {
+      order(ranks_below<T>);
     }
   });
 }
@@ -193,40 +206,20 @@ void sort_kernel(KernelContext& ctx) {
 template <typename T>
 void topk_impl(const Tensor& input, Tensor& values, Tensor& indices, int64_t dim, int64_t k,
                bool largest, bool sorted) {
-  if (values.numel() == 0) return;
-  NoGradGuard no_grad;
-  Tensor x = input.contiguous();
-  const Lines lines = lines_of(x.shape(), dim);
-  const Lines out_lines{lines.outer, k, lines.inner};
-  const T* px = x.data<T>();
-  T* pv = values.data<T>();
-  int64_t* pi = indices.data<int64_t>();
-  parallel_for(0, lines.count(), grain_for(lines), [&](int64_t lo, int64_t hi) {
-    std::vector<Entry<T>> queue(static_cast<size_t>(lines.size));
-    for (int64_t l = lo; l < hi; ++l) {
-      const int64_t base = lines.start(l);
-      for (int64_t j = 0; j < lines.size; ++j) {
-        queue[static_cast<size_t>(j)] = {px[base + j * lines.inner], j};
-      }
-      auto select = [&](const auto& first) {
-        if (k * 64 <= lines.size) {
-          std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), first);
-        } else {
-          std::nth_element(queue.begin(), queue.begin() + k - 1, queue.end(), first);
-          if (sorted) std::sort(queue.begin(), queue.begin() + k - 1, first);
-        }
-      };
-      if (largest) {
-        select(ranks_above<T>);
+  arrange_lines<T>(input, values, indices, dim, k, [&](std::vector<Entry<T>>& line) {
+    const auto n = static_cast<int64_t>(line.size());
+    auto select = [&](const auto& first) {
+      if (k * 64 <= n) {
+        std::partial_sort(line.begin(), line.begin() + k, line.end(), first);
       } else {
-        select(ranks_below<T>);
+        std::nth_element(line.begin(), line.begin() + k - 1, line.end(), first);
+        if (sorted) std::sort(line.begin(), line.begin() + k - 1, first);
       }
-      const int64_t out_base = out_lines.start(l);
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t o = out_base + j * lines.inner;
-        pv[o] = queue[static_cast<size_t>(j)].first;
-        pi[o] = queue[static_cast<size_t>(j)].second;
-      }
+    };
+    if (largest) {
+      select(ranks_above<T>);
+    } else {
+      select(ranks_below<T>);
     }
   });
 }
