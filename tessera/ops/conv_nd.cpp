@@ -282,7 +282,9 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     // Scatter into the whole unpadded extent, then crop `padding` from the
     // front and keep `size` (zeros past the extent's end).
     Ints full(2);
-    for (int d = 0; d < 2; ++d) full[d] = (xs[2 + d] - 1) * stride[d] + dilation[d] * (ws[2 + d] - 1) + 1;
+    for (int d = 0; d < 2; ++d) {
+      full[d] = (xs[2 + d] - 1) * stride[d] + dilation[d] * (ws[2 + d] - 1) + 1;
+    }
     out = conv2d_backward_input(x.to(common), weight.to(common), full, stride, {0, 0}, dilation,
                                 groups);
     for (int d = 0; d < 2; ++d) {

@@ -270,8 +270,9 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims
     }
     for (int64_t d : reduced) {
       const int64_t wrapped = normalize_dim(d, std::max<int64_t>(v.dim(), 1), "vector_norm");
-      TESSERA_CHECK(v.dim() == 0 || v.shape()[wrapped] != 0, "[vector_norm] cannot compute the ", ord, " norm over the empty dim ", d,
-                    " of shape ", shape_str(v.shape()), ": the reduction has no identity");
+      TESSERA_CHECK(v.dim() == 0 || v.shape()[wrapped] != 0, "[vector_norm] cannot compute the ",
+                    ord, " norm over the empty dim ", d, " of shape ", shape_str(v.shape()),
+                    ": the reduction has no identity");
     }
   }
   const Tensor a = abs(v);
