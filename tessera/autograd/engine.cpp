@@ -15,6 +15,12 @@ namespace tessera {
 
 namespace {
 
+GlobalGradHooks global_hooks;
+
+void finish_global_backward(bool failed) {
+  if (global_hooks.finish) global_hooks.finish(failed);
+}
+
 // Adds b into a slot, treating an undefined slot as zero.
 void accumulate(Tensor& slot, const Tensor& value) {
   slot = slot.defined() ? add(slot, value) : value;
@@ -96,7 +102,9 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
       return;
     }
     Tensor value = create_graph ? gradient : gradient.detach();
-    if (leaf->global && !create_graph && global_accumulate_grad(leaf, value)) return;
+    if (leaf->global && !create_graph && global_hooks.accumulate &&
+        global_hooks.accumulate(leaf, value))
+      return;
     if (leaf->global) {
       // A global leaf keeps its own layout: a broadcast parameter that met
       // split data gets a partial gradient here, and this is its all-reduce.
@@ -186,6 +194,10 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
 
 }  // namespace
 
+void set_global_grad_hooks(GlobalGradHooks hooks) {
+  global_hooks = hooks;
+}
+
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                   bool retain_graph, bool create_graph) {
   // Global leaves may receive their gradients on a communication thread;
@@ -195,14 +207,14 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& r
     ~WaitForGradients() {
       if (done) return;
       try {
-        global_finish_backward(/*failed=*/true);
+        finish_global_backward(/*failed=*/true);
       } catch (const std::exception&) {  // the error in flight is the one to report
       }
     }
   } wait;
   execute(roots, root_grads, retain_graph || create_graph, create_graph, nullptr);
   wait.done = true;
-  global_finish_backward();
+  finish_global_backward(/*failed=*/false);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

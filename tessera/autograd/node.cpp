@@ -2,13 +2,18 @@
 
 #include <atomic>
 
-#include "tessera/ops/op.h"
+#include "tessera/ops/dispatch.h"
 
 namespace tessera {
 
 namespace {
 
 std::atomic<uint64_t> next_sequence{0};
+
+const bool installed = [] {
+  set_tape_recorder(&record_node);
+  return true;
+}();
 
 // Moves out of `node` every reference to another node that would be dropped
 // with it: its edges, and the grad_fn of saved tensors that only it holds.

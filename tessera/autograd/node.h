@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/ops/attrs.h"
 #include "tessera/ops/grad_context.h"
 
 namespace tessera {
@@ -34,5 +35,11 @@ class Node {
   std::vector<Edge> next_edges;  // one per input
   uint64_t sequence = 0;
 };
+
+// Records `op` on the autograd tape: a node whose gradient is op.grad, with
+// edges to the inputs' nodes or leaves. The dispatcher calls it (installed
+// as its tape recorder) for every differentiable call that needs a gradient.
+void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                 std::vector<Tensor>& outputs);
 
 }  // namespace tessera

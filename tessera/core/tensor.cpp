@@ -19,8 +19,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
                   " is too large: its size in bytes overflows 64 bits");
   }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(
-      static_cast<size_t>(tessera::numel(shape)) * dtype_size(dtype), device);
+  if (device.type != DeviceType::meta) {
+    impl->storage = std::make_shared<Storage>(
+        static_cast<size_t>(tessera::numel(shape)) * dtype_size(dtype), device);
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -111,7 +113,8 @@ Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
     }
   }
   impl->dtype = dtype;
-  impl->device = Device{placement.device_type(), 0};
+  impl->device =
+      local.defined() && local.is_meta() ? Device::meta() : Device{placement.device_type(), 0};
   impl->global = std::make_shared<GlobalState>();
   impl->global->placement = placement;
   impl->global->sbp = sbp;
@@ -119,8 +122,28 @@ Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
   return Tensor(std::move(impl));
 }
 
+Tensor make_global_meta(const Shape& shape, DType dtype, const Placement& placement,
+                        const NdSbp& sbp) {
+  Tensor out = make_global(Tensor(), shape, dtype, placement, sbp);
+  out.impl().device = Device::meta();
+  return out;
+}
+
+Tensor Tensor::to_meta() const {
+  const TensorImpl& t = impl();
+  if (t.global) return make_global_meta(t.shape, t.dtype, t.global->placement, t.global->sbp);
+  if (t.device.type == DeviceType::meta) return *this;
+  Tensor out = empty(t.shape, t.dtype, Device::meta());
+  out.impl().strides = t.strides;  // layout-aware rules see the same layout
+  return out;
+}
+
 void* Tensor::raw_data() const {
   const TensorImpl& t = impl();
+  TESSERA_CHECK(t.device.type != DeviceType::meta, "[tensor] a meta tensor (", shape_str(t.shape),
+                ", ", dtype_name(t.dtype),
+                ") has no data: it describes a tensor for tracing and planning; run the ",
+                "computation on real tensors to read values");
   TESSERA_CHECK(!t.global, "[tensor] a global tensor (", placement_str(t.global->placement), ", ",
                 nd_sbp_str(t.global->sbp), ") has no data of its own here; use to_local() for ",
                 "this rank's shard");
@@ -130,6 +153,8 @@ void* Tensor::raw_data() const {
 Tensor Tensor::to(Device target) const {
   const TensorImpl& t = impl();
   if (t.device == target) return *this;
+  if (target.type == DeviceType::meta) return to_meta();
+  if (t.device.type == DeviceType::meta) (void)raw_data();  // raises: nothing to copy
   TESSERA_CHECK(!t.global, "[to] a global tensor (", placement_str(placement()), ", ",
                 nd_sbp_str(nd_sbp()), ") cannot change device; move its local_shard() instead");
   TESSERA_CHECK(!(t.requires_grad && grad_enabled()), "[to] copying between devices is not ",
@@ -225,7 +250,7 @@ std::string to_string(const Tensor& tensor) {
         << ")";
     return out.str();
   }
-  if (tensor.numel() <= 64) {
+  if (tensor.numel() <= 64 && !tensor.is_meta()) {
     out << ", values=[";
     std::vector<double> values = tensor.to_vector<double>();
     for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];

@@ -77,7 +77,8 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // New uninitialised contiguous tensor.
+  // New uninitialised contiguous tensor; on Device::meta() one without
+  // storage.
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = {});
   // Copies `values` into a new tensor of `shape` (numel must match).
   template <typename T>
@@ -102,6 +103,12 @@ class Tensor {
 
   // Global tensors (DESIGN §4): a logical tensor spread over a placement.
   bool is_global() const { return impl().global != nullptr; }
+  // A tensor without data (Device::meta(); for a global one, every rank's
+  // shard too): ops on it run inference and SBP rules only.
+  bool is_meta() const { return impl().device.type == DeviceType::meta; }
+  // A meta tensor of the same shape and dtype (and placement and SBP); no
+  // autograd.
+  Tensor to_meta() const;
   // The placement and SBP of a global tensor (undefined for a local one).
   Placement placement() const;
   NdSbp nd_sbp() const;
@@ -389,6 +396,12 @@ class Tensor {
 Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
                    const Placement& placement, const NdSbp& sbp);
 
+// A global meta tensor: the logical `shape` laid out on `placement` as
+// `sbp`, with no shard anywhere. Needs no process group, so plans can be
+// made for meshes this job does not have.
+Tensor make_global_meta(const Shape& shape, DType dtype, const Placement& placement,
+                        const NdSbp& sbp);
+
 // "tensor([1, 2], f32)"-style text for debugging and tests.
 std::string to_string(const Tensor& tensor);
 
@@ -419,6 +432,7 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  if (is_meta()) (void)raw_data();  // raises: a meta tensor has no values
   if (is_global()) {
     // The logical values: every rank of the placement gathers them (SPMD:
     // all ranks must ask together).

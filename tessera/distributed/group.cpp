@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -22,6 +23,33 @@
 #endif
 
 namespace tessera::distributed {
+
+namespace {
+std::atomic<int64_t> traffic_calls{0};
+std::atomic<int64_t> traffic_bytes{0};
+}  // namespace
+
+Traffic traffic() {
+  return {traffic_calls.load(), traffic_bytes.load()};
+}
+
+void reset_traffic() {
+  traffic_calls = 0;
+  traffic_bytes = 0;
+}
+
+void count_traffic(const Tensor& payload) {
+  traffic_calls += 1;
+  traffic_bytes += payload.numel() * static_cast<int64_t>(dtype_size(payload.dtype()));
+}
+
+void count_traffic(const std::vector<Tensor>& payload) {
+  int64_t bytes = 0;
+  for (const Tensor& piece : payload)
+    bytes += piece.numel() * static_cast<int64_t>(dtype_size(piece.dtype()));
+  traffic_calls += 1;
+  traffic_bytes += bytes;
+}
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {

@@ -51,7 +51,25 @@ class Group {
   // A new group of `ranks` (indices in this group; the new rank is the
   // position in the list). Only those ranks call it, with the same list.
   virtual std::shared_ptr<Group> split(const std::vector<int>& ranks) = 0;
+  // Whether collectives of two different groups may run at once on two
+  // threads (Gloo: yes; MPI: one thread in MPI at a time).
+  virtual bool concurrent_groups() const { return false; }
 };
+
+// What this process has handed to collectives since reset_traffic(): the
+// calls and their payload bytes (all-reduce and broadcast: the tensor;
+// all-gather: its own piece; reduce-scatter and all-to-all: all its
+// pieces). The Gloo and MPI backends count each collective as it starts,
+// so tests compare what moved with what a boxing plan priced.
+struct Traffic {
+  int64_t calls = 0;
+  int64_t payload_bytes = 0;
+};
+Traffic traffic();
+void reset_traffic();
+// For backends: counts one collective of these payloads.
+void count_traffic(const Tensor& payload);
+void count_traffic(const std::vector<Tensor>& payload);
 
 // Joins the job the process environment describes, with backend_from_env(),
 // and makes it the default group (as do the overloads below). Gloo reads

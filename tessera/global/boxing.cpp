@@ -19,10 +19,6 @@ using distributed::ReduceOp;
 
 namespace {
 
-// A collective's fixed cost, in byte equivalents: with ~1 GB/s links and
-// ~50 us per collective, about 50 KB.
-constexpr double kLatencyBytes = 50e3;
-
 ReduceOp reduce_op_of(const Sbp& sbp) {
   switch (sbp.kind) {
     case SbpKind::partial_max:
@@ -92,25 +88,24 @@ Tensor gather_along(distributed::Group& group, const Tensor& t, int64_t d) {
   return cat(parts, 0).permute(inverse_perm(perm)).contiguous();
 }
 
-// One mesh axis converted on its group (size n, this rank at k). `level` is
-// the extent of the tensor this axis splits; `t` is this rank's data.
-std::optional<Tensor> convert_axis(distributed::Group& group, const Tensor& t, const Shape& level,
-                                   const Sbp& from, const Sbp& to) {
+// One step on this rank's group of the step's mesh axis (size n, this rank
+// at k). `level` is the extent of the tensor the axis splits; `t` is this
+// rank's data.
+Tensor run_step(distributed::Group& group, const Tensor& t, const Shape& level,
+                const BoxingStep& step) {
+  const Sbp& from = step.from[step.axis];
+  const Sbp& to = step.to[step.axis];
   const int64_t n = group.size(), k = group.rank();
-  if (n == 1) return layout_clone(t).first;  // one rank holds the whole in any layout
-  if (from.is_partial() && to.is_partial() && from.kind != to.kind) {
-    auto [full, flat] = layout_clone(t);
-    group.all_reduce(flat, reduce_op_of(from));
-    return convert_axis(group, full, level, Sbp::broadcast(), to);
-  }
-  if (from.is_partial() && to.is_broadcast()) {
-    auto [out, flat] = layout_clone(t);
-    group.all_reduce(flat, reduce_op_of(from));
-    return out;
-  }
-  if (from.is_partial() && to.is_split()) {
-    const int64_t d = to.axis;
-    if (level[static_cast<size_t>(d)] % n == 0 && d == 0) {
+  switch (step.route) {
+    case BoxingRoute::copy:
+      return layout_clone(t).first;
+    case BoxingRoute::all_reduce: {
+      auto [out, flat] = layout_clone(t);
+      group.all_reduce(flat, reduce_op_of(from));
+      return out;
+    }
+    case BoxingRoute::reduce_scatter: {
+      const int64_t d = to.axis;
       std::vector<Tensor> pieces;
       for (int64_t q = 0; q < n; ++q) {
         Range r = split_range(level[static_cast<size_t>(d)], n, q);
@@ -118,60 +113,63 @@ std::optional<Tensor> convert_axis(distributed::Group& group, const Tensor& t, c
       }
       return group.reduce_scatter(pieces, reduce_op_of(from));
     }
-    Tensor full = t.clone();
-    group.all_reduce(full, reduce_op_of(from));
-    Range r = split_range(level[static_cast<size_t>(d)], n, k);
-    return full.narrow(d, r.start, r.size).contiguous();
-  }
-  if (from.is_split() && to.is_broadcast()) return gather_along(group, t, from.axis);
-  if (from.is_split() && to.is_split()) {
-    // Rank q gets my rows of its new columns. Pieces travel flat (all_to_all
-    // lets only dim 0 differ) and are reshaped with the known sizes.
-    const int64_t i = from.axis, j = to.axis;
-    std::vector<int64_t> perm = front_perm(i, t.dim());
-    std::vector<Tensor> pieces;
-    for (int64_t q = 0; q < n; ++q) {
-      Range r = split_range(level[static_cast<size_t>(j)], n, q);
-      pieces.push_back(t.narrow(j, r.start, r.size).permute(perm).contiguous().reshape({-1}));
+    case BoxingRoute::all_reduce_then_slice: {
+      Tensor full = t.clone();
+      group.all_reduce(full, reduce_op_of(from));
+      Range r = split_range(level[static_cast<size_t>(to.axis)], n, k);
+      return full.narrow(to.axis, r.start, r.size).contiguous();
     }
-    std::vector<Tensor> received = group.all_to_all(pieces);
-    Shape piece_shape = t.shape();
-    piece_shape[static_cast<size_t>(j)] = split_range(level[static_cast<size_t>(j)], n, k).size;
-    Shape permuted;
-    for (int64_t p : perm) permuted.push_back(piece_shape[static_cast<size_t>(p)]);
-    for (int64_t q = 0; q < n; ++q) {
-      permuted[0] = split_range(level[static_cast<size_t>(i)], n, q).size;
-      received[static_cast<size_t>(q)] = received[static_cast<size_t>(q)].reshape(permuted);
+    case BoxingRoute::all_gather:
+      return gather_along(group, t, from.axis);
+    case BoxingRoute::all_to_all: {
+      // Rank q gets my rows of its new columns. Pieces travel flat
+      // (all_to_all lets only dim 0 differ) and are reshaped with the known
+      // sizes.
+      const int64_t i = from.axis, j = to.axis;
+      std::vector<int64_t> perm = front_perm(i, t.dim());
+      std::vector<Tensor> pieces;
+      for (int64_t q = 0; q < n; ++q) {
+        Range r = split_range(level[static_cast<size_t>(j)], n, q);
+        pieces.push_back(t.narrow(j, r.start, r.size).permute(perm).contiguous().reshape({-1}));
+      }
+      std::vector<Tensor> received = group.all_to_all(pieces);
+      Shape piece_shape = t.shape();
+      piece_shape[static_cast<size_t>(j)] = split_range(level[static_cast<size_t>(j)], n, k).size;
+      Shape permuted;
+      for (int64_t p : perm) permuted.push_back(piece_shape[static_cast<size_t>(p)]);
+      for (int64_t q = 0; q < n; ++q) {
+        permuted[0] = split_range(level[static_cast<size_t>(i)], n, q).size;
+        received[static_cast<size_t>(q)] = received[static_cast<size_t>(q)].reshape(permuted);
+      }
+      return cat(received, 0).permute(inverse_perm(perm)).contiguous();
     }
-    return cat(received, 0).permute(inverse_perm(perm)).contiguous();
+    case BoxingRoute::local_slice: {
+      const auto d = static_cast<size_t>(to.axis);
+      Range r = split_range(level[d], n, k);
+      std::vector<int64_t> start(t.shape().size(), 0);
+      Shape size = t.shape();
+      start[d] = r.start;
+      size[d] = r.size;
+      return read_region(t, start, size);
+    }
+    case BoxingRoute::keep_on_first:
+      if (to.kind == SbpKind::partial_sum && k != 0) return zeros_like(t);
+      return layout_clone(t).first;
+    case BoxingRoute::into_zeros: {
+      Shape full_shape = t.shape();
+      const auto d = static_cast<size_t>(from.axis);
+      full_shape[d] = level[d];
+      Tensor out = zeros(full_shape, t.dtype());
+      std::vector<int64_t> start(t.shape().size(), 0);
+      start[d] = split_range(level[d], n, k).start;
+      write_region(out, start, t.contiguous());
+      return out;
+    }
+    case BoxingRoute::slice_intersections:
+      break;
   }
-  if (from.is_broadcast() && to.is_split()) {
-    const auto d = static_cast<size_t>(to.axis);
-    Range r = split_range(level[d], n, k);
-    std::vector<int64_t> start(t.shape().size(), 0);
-    Shape size = t.shape();
-    start[d] = r.start;
-    size[d] = r.size;
-    return read_region(t, start, size);
-  }
-  if (from.is_broadcast() && to.is_partial()) {
-    if (to.kind == SbpKind::partial_sum && k != 0) return zeros_like(t);
-    return layout_clone(t).first;
-  }
-  if (from.is_split() && to.kind == SbpKind::partial_sum) {
-    Shape full_shape = t.shape();
-    const auto d = static_cast<size_t>(from.axis);
-    full_shape[d] = level[d];
-    Tensor out = zeros(full_shape, t.dtype());
-    std::vector<int64_t> start(t.shape().size(), 0);
-    start[d] = split_range(level[d], n, k).start;
-    write_region(out, start, t.contiguous());
-    return out;
-  }
-  if (from.is_split() && to.is_partial()) {  // max/min: every rank holds the whole
-    return gather_along(group, t, from.axis);
-  }
-  return std::nullopt;
+  TESSERA_FAIL("[to_global] internal error: route ", route_name(step.route),
+               " is not a one-axis step");
 }
 
 // Whether converting `axis` alone, on its group, is exact given the other
@@ -202,18 +200,12 @@ struct Transfer {
   Region region;  // logical coordinates
 };
 
-Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& to_sbp) {
-  const Placement& from_placement = x.placement();
-  const NdSbp from_sbp = x.nd_sbp();
-  const Shape& shape = x.shape();
-  std::set<int> members(from_placement.ranks().begin(), from_placement.ranks().end());
-  members.insert(to_placement.ranks().begin(), to_placement.ranks().end());
-  std::vector<int> ranks(members.begin(), members.end());
-  const int me = world_rank();
-  const int my_dst = to_placement.index_of(me);
-  const int my_src = from_placement.index_of(me);
-  if (!members.count(me)) return make_global(Tensor(), shape, x.dtype(), to_placement, to_sbp);
-
+// Which slices travel from which source to which target, in the order
+// they are sent: per target, per source tile, every partial member of it.
+// Pure, so plans can be priced without running.
+std::vector<Transfer> slice_transfers(const Shape& shape, const Placement& from_placement,
+                                      const NdSbp& from_sbp, const Placement& to_placement,
+                                      const NdSbp& to_sbp) {
   // Source tiles: the sources that hold one region, keyed by their split-axis
   // coordinates. A target takes one replica of each tile it overlaps (itself
   // when it is a source) and every partial member of that replica.
@@ -280,6 +272,34 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
     }
   }
 
+  return plan;
+}
+
+// The mesh axes of `sbp` holding partial values.
+std::vector<int> partial_axes_of(const NdSbp& sbp) {
+  std::vector<int> axes;
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    if (sbp[a].is_partial()) axes.push_back(a);
+  }
+  return axes;
+}
+
+Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& to_sbp) {
+  const Placement& from_placement = x.placement();
+  const NdSbp from_sbp = x.nd_sbp();
+  const Shape& shape = x.shape();
+  std::set<int> members(from_placement.ranks().begin(), from_placement.ranks().end());
+  members.insert(to_placement.ranks().begin(), to_placement.ranks().end());
+  std::vector<int> ranks(members.begin(), members.end());
+  const int me = world_rank();
+  const int my_dst = to_placement.index_of(me);
+  const int my_src = from_placement.index_of(me);
+  if (!members.count(me)) return make_global(Tensor(), shape, x.dtype(), to_placement, to_sbp);
+
+  const std::vector<Transfer> plan =
+      slice_transfers(shape, from_placement, from_sbp, to_placement, to_sbp);
+  const std::vector<int> partial_axes = partial_axes_of(from_sbp);
+
   // Send what this rank holds, in plan order, one buffer per peer.
   auto position = [&](int world) {
     return static_cast<size_t>(std::lower_bound(ranks.begin(), ranks.end(), world) - ranks.begin());
@@ -341,54 +361,290 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
 
 }  // namespace
 
-double boxing_cost(const Sbp& from, const Sbp& to, double bytes, int64_t parts) {
-  if (from == to) return 0;
-  if (parts == 1) return 1;  // the same data either way; prefer not to touch it
-  const double n = static_cast<double>(parts);
-  const double share = bytes * (n - 1) / n;
-  if (from.is_broadcast()) return to.is_split() ? 1 : 2;  // a local slice; zeros
-  if (from.is_split()) {
-    if (to.is_split()) return share / n + kLatencyBytes;
-    if (to.kind == SbpKind::partial_sum) return 2;  // write into zeros
-    return share + kLatencyBytes;                 // all-gather
+const char* route_name(BoxingRoute route) {
+  switch (route) {
+    case BoxingRoute::copy:
+      return "copy (one rank holds the whole)";
+    case BoxingRoute::all_reduce:
+      return "all-reduce";
+    case BoxingRoute::reduce_scatter:
+      return "reduce-scatter";
+    case BoxingRoute::all_reduce_then_slice:
+      return "all-reduce, then keep a slice";
+    case BoxingRoute::all_gather:
+      return "all-gather";
+    case BoxingRoute::all_to_all:
+      return "all-to-all";
+    case BoxingRoute::local_slice:
+      return "local slice";
+    case BoxingRoute::keep_on_first:
+      return "first rank keeps, others zeros";
+    case BoxingRoute::into_zeros:
+      return "own slice into zeros";
+    case BoxingRoute::slice_intersections:
+      return "slice intersections (all-to-all)";
   }
-  // Partial sources.
-  if (to.is_split()) return share + kLatencyBytes;
-  if (to.is_broadcast()) return 2 * share + kLatencyBytes;
-  return 2 * share + kLatencyBytes + 2;  // another partial kind: all-reduce, then keep
+  return "route";
+}
+
+namespace {
+
+double bytes_of(const Shape& shape, DType dtype) {
+  return static_cast<double>(numel(shape)) * static_cast<double>(dtype_size(dtype));
+}
+
+// The route one mesh axis takes from `from` to `to` on groups of `n`
+// ranks; `even` says whether the target split divides evenly on every group.
+BoxingRoute axis_route(const Sbp& from, const Sbp& to, int64_t n, bool even) {
+  if (n == 1) return BoxingRoute::copy;
+  if (from.is_partial()) {
+    if (to.is_broadcast() || to.is_partial()) return BoxingRoute::all_reduce;
+    return even ? BoxingRoute::reduce_scatter : BoxingRoute::all_reduce_then_slice;
+  }
+  if (from.is_split()) {
+    if (to.is_split()) return BoxingRoute::all_to_all;
+    if (to.kind == SbpKind::partial_sum) return BoxingRoute::into_zeros;
+    return BoxingRoute::all_gather;  // B, or P(max/min): every rank holds the whole
+  }
+  return to.is_split() ? BoxingRoute::local_slice : BoxingRoute::keep_on_first;
+}
+
+// Sizes one step moves on the rank at `index`: the payload it hands the
+// collective, the bytes it sends to others, the bytes a local step writes.
+struct StepBytes {
+  double payload = 0;
+  double link = 0;
+  double local = 0;
+};
+
+StepBytes step_bytes(const BoxingStep& step, const TensorMeta& meta, const Placement& placement,
+                     int index) {
+  const Sbp& to = step.to[step.axis];
+  const double mine = bytes_of(local_shape(meta.shape, placement, step.from, index), meta.dtype);
+  const double after = bytes_of(local_shape(meta.shape, placement, step.to, index), meta.dtype);
+  const double n = static_cast<double>(step.group_size);
+  switch (step.route) {
+    case BoxingRoute::copy:
+    case BoxingRoute::local_slice:
+    case BoxingRoute::keep_on_first:
+    case BoxingRoute::into_zeros:
+      return {0, 0, after};
+    case BoxingRoute::all_reduce:
+    case BoxingRoute::all_reduce_then_slice:
+      return {mine, 2 * mine * (n - 1) / n, 0};
+    case BoxingRoute::reduce_scatter:
+      return {mine, mine * (n - 1) / n, 0};
+    case BoxingRoute::all_gather:
+      return {mine, after - mine, 0};
+    case BoxingRoute::all_to_all: {
+      // The piece a rank keeps is its own block of the new split.
+      Shape kept = local_shape(meta.shape, placement, step.from, index);
+      const Shape level = shard_region(meta.shape, placement, step.from, index, step.axis).size;
+      const int64_t k = placement.coordinate(index)[static_cast<size_t>(step.axis)];
+      kept[static_cast<size_t>(to.axis)] =
+          split_range(level[static_cast<size_t>(to.axis)], step.group_size, k).size;
+      return {mine, mine - bytes_of(kept, meta.dtype), 0};
+    }
+    case BoxingRoute::slice_intersections:
+      break;
+  }
+  return {};
+}
+
+void price(BoxingStep& step, const CostModel& model) {
+  step.seconds = model.copy_seconds(step.local_bytes);
+  if (step.collective) {
+    const LinkModel fit = model.link(step.group_size);
+    step.seconds += fit.alpha_seconds + step.link_bytes * fit.seconds_per_byte;
+  }
+}
+
+std::optional<Collective> collective_of(BoxingRoute route) {
+  switch (route) {
+    case BoxingRoute::all_reduce:
+    case BoxingRoute::all_reduce_then_slice:
+      return Collective::all_reduce;
+    case BoxingRoute::reduce_scatter:
+      return Collective::reduce_scatter;
+    case BoxingRoute::all_gather:
+      return Collective::all_gather;
+    case BoxingRoute::all_to_all:
+    case BoxingRoute::slice_intersections:
+      return Collective::all_to_all;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The generic route from `from` (placement and SBP) to the target, sized
+// from its transfers: the busiest source's bytes.
+BoxingStep slice_intersection_step(const TensorMeta& meta, const NdSbp& from,
+                                   const Placement& placement, const NdSbp& sbp) {
+  BoxingStep step;
+  step.route = BoxingRoute::slice_intersections;
+  step.from = from;
+  step.to = sbp;
+  step.collective = Collective::all_to_all;
+  std::set<int> members(meta.placement.ranks().begin(), meta.placement.ranks().end());
+  members.insert(placement.ranks().begin(), placement.ranks().end());
+  step.group_size = static_cast<int64_t>(members.size());
+  std::map<int, double> payload, link;  // per source index
+  for (const Transfer& transfer :
+       slice_transfers(meta.shape, meta.placement, from, placement, sbp)) {
+    const double bytes =
+        static_cast<double>(transfer.region.numel()) * static_cast<double>(dtype_size(meta.dtype));
+    payload[transfer.src] += bytes;
+    const int src_rank = meta.placement.ranks()[static_cast<size_t>(transfer.src)];
+    if (placement.ranks()[static_cast<size_t>(transfer.dst)] != src_rank) {
+      link[transfer.src] += bytes;
+    }
+  }
+  for (auto& [src, bytes] : payload) step.payload_bytes = std::max(step.payload_bytes, bytes);
+  for (auto& [src, bytes] : link) step.link_bytes = std::max(step.link_bytes, bytes);
+  // Each target assembles its shard in fresh memory.
+  for (int j = 0; j < placement.size(); ++j) {
+    step.local_bytes = std::max(step.local_bytes,
+                                bytes_of(local_shape(meta.shape, placement, sbp, j), meta.dtype));
+  }
+  return step;
+}
+
+}  // namespace
+
+BoxingPlan plan_boxing(const TensorMeta& meta, const Placement& placement, const NdSbp& sbp,
+                       const CostModel& model) {
+  TESSERA_CHECK(meta.is_global(), "[to_global] boxing needs a global tensor");
+  check_layout(meta.shape, placement, sbp, "to_global");
+  BoxingPlan plan{meta, placement, sbp, {}, 0};
+  if (meta.placement == placement && meta.sbp == sbp) return plan;
+  if (meta.placement != placement) {
+    plan.steps.push_back(slice_intersection_step(meta, meta.sbp, placement, sbp));
+  } else {
+    NdSbp current = meta.sbp;
+    for (int axis = sbp.ndim(); axis-- > 0;) {
+      if (current[axis] == sbp[axis]) continue;
+      if (!axis_conversion_is_local(current, axis, sbp[axis])) {
+        plan.steps.push_back(slice_intersection_step(meta, current, placement, sbp));
+        break;
+      }
+      const int64_t n = placement.mesh()[static_cast<size_t>(axis)];
+      const Sbp& to = sbp[axis];
+      // A partial source converting to another partial kind is reduced
+      // first, then treated as broadcast.
+      std::vector<Sbp> hops{to};
+      if (current[axis].is_partial() && to.is_partial() && n > 1) hops = {Sbp::broadcast(), to};
+      for (const Sbp& hop : hops) {
+        bool even = true;
+        if (hop.is_split()) {
+          for (int index = 0; index < placement.size(); ++index) {
+            const Shape level = shard_region(meta.shape, placement, current, index, axis).size;
+            even = even && level[static_cast<size_t>(hop.axis)] % n == 0;
+          }
+        }
+        BoxingStep step;
+        step.route = axis_route(current[axis], hop, n, even);
+        step.axis = axis;
+        step.from = current;
+        step.to = with_axis(current, axis, hop);
+        step.group_size = n;
+        step.collective = collective_of(step.route);
+        for (int index = 0; index < placement.size(); ++index) {
+          StepBytes bytes = step_bytes(step, meta, placement, index);
+          step.payload_bytes = std::max(step.payload_bytes, bytes.payload);
+          step.link_bytes = std::max(step.link_bytes, bytes.link);
+          step.local_bytes = std::max(step.local_bytes, bytes.local);
+        }
+        plan.steps.push_back(step);
+        current = step.to;
+      }
+    }
+  }
+  for (BoxingStep& step : plan.steps) {
+    price(step, model);
+    plan.seconds += step.seconds;
+  }
+  return plan;
+}
+
+RankTraffic rank_traffic(const BoxingPlan& plan, int rank) {
+  RankTraffic traffic;
+  const TensorMeta& meta = plan.from;
+  for (const BoxingStep& step : plan.steps) {
+    if (!step.collective) continue;
+    if (step.route == BoxingRoute::slice_intersections) {
+      const bool member = meta.placement.contains(rank) || plan.to_placement.contains(rank);
+      if (!member) continue;
+      traffic.calls += 1;
+      const int src = meta.placement.index_of(rank);
+      for (const Transfer& transfer :
+           slice_transfers(meta.shape, meta.placement, step.from, plan.to_placement, step.to)) {
+        if (transfer.src != src) continue;
+        traffic.payload_bytes += static_cast<double>(transfer.region.numel()) *
+                                 static_cast<double>(dtype_size(meta.dtype));
+      }
+      continue;
+    }
+    const int index = meta.placement.index_of(rank);
+    if (index < 0) continue;
+    traffic.calls += 1;
+    traffic.payload_bytes += step_bytes(step, meta, meta.placement, index).payload;
+  }
+  return traffic;
+}
+
+std::string BoxingPlan::explain() const {
+  std::string text = str_cat(shape_str(from.shape), " ", dtype_name(from.dtype), ": ",
+                             placement_str(from.placement), " ", nd_sbp_str(from.sbp), " -> ",
+                             placement_str(to_placement), " ", nd_sbp_str(to_sbp));
+  if (steps.empty()) return text + ": nothing to move";
+  for (const BoxingStep& step : steps) {
+    text += "\n  " + std::string(route_name(step.route));
+    text += step.axis >= 0
+                ? str_cat(" on mesh axis ", step.axis, " (groups of ", step.group_size, ")")
+                : str_cat(" among ", step.group_size, " ranks");
+    text += str_cat(": ", nd_sbp_str(step.from), " -> ", nd_sbp_str(step.to));
+    if (step.collective) {
+      text += str_cat(", ", step.payload_bytes, " B in, ", step.link_bytes, " B sent per rank");
+    }
+    if (step.local_bytes > 0) text += str_cat(", ", step.local_bytes, " B written");
+    text += str_cat(", ", step.seconds * 1e6, " us");
+  }
+  return text;
+}
+
+Tensor run_boxing(const BoxingPlan& plan, const Tensor& x) {
+  TESSERA_CHECK(x.is_global(), "[to_global] boxing needs a global tensor");
+  TESSERA_CHECK(x.placement() == plan.from.placement && x.nd_sbp() == plan.from.sbp &&
+                    x.shape() == plan.from.shape && x.dtype() == plan.from.dtype,
+                "[to_global] internal error: a boxing plan for ", shape_str(plan.from.shape), " ",
+                nd_sbp_str(plan.from.sbp), " run on ", shape_str(x.shape()), " ",
+                nd_sbp_str(x.nd_sbp()));
+  NoGradGuard no_grad;
+  const Placement& placement = plan.to_placement;
+  if (x.is_meta()) return make_global_meta(x.shape(), x.dtype(), placement, plan.to_sbp);
+  if (plan.steps.empty()) {
+    Tensor local = x.local_shard();
+    return make_global(local.defined() ? layout_clone(local).first : local, x.shape(), x.dtype(),
+                       placement, plan.to_sbp);
+  }
+  const int index = x.placement() == placement ? placement.index_of(world_rank()) : -1;
+  Tensor local = x.local_shard();
+  for (const BoxingStep& step : plan.steps) {
+    if (step.route == BoxingRoute::slice_intersections) {
+      Tensor current = make_global(local, x.shape(), x.dtype(), x.placement(), step.from);
+      return generic_box(current, placement, plan.to_sbp);
+    }
+    if (index < 0) return make_global(Tensor(), x.shape(), x.dtype(), placement, plan.to_sbp);
+    Shape level = shard_region(x.shape(), placement, step.from, index, step.axis).size;
+    auto group = group_of(axis_ranks(placement, index, step.axis));
+    local = run_step(*group, local, level, step);
+  }
+  return make_global(local, x.shape(), x.dtype(), placement, plan.to_sbp);
 }
 
 Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp) {
   TESSERA_CHECK(x.is_global(), "[to_global] boxing needs a global tensor");
-  check_layout(x.shape(), placement, sbp, "to_global");
-  NoGradGuard no_grad;
-  if (x.placement() == placement && x.nd_sbp() == sbp) {
-    Tensor local = x.local_shard();
-    return make_global(local.defined() ? layout_clone(local).first : local, x.shape(), x.dtype(),
-                       placement, sbp);
-  }
-  if (x.placement() != placement) return generic_box(x, placement, sbp);
-
-  const int index = placement.index_of(world_rank());
-  if (index < 0) return make_global(Tensor(), x.shape(), x.dtype(), placement, sbp);
-  NdSbp current = x.nd_sbp();
-  Tensor local = x.local_shard();
-  for (int axis = sbp.ndim(); axis-- > 0;) {
-    if (current[axis] == sbp[axis]) continue;
-    std::optional<Tensor> converted;
-    if (axis_conversion_is_local(current, axis, sbp[axis])) {
-      Shape level = shard_region(x.shape(), placement, current, index, axis).size;
-      auto group = group_of(axis_ranks(placement, index, axis));
-      converted = convert_axis(*group, local, level, current[axis], sbp[axis]);
-    }
-    if (!converted) {
-      return generic_box(make_global(local, x.shape(), x.dtype(), placement, current), placement,
-                         sbp);
-    }
-    local = *converted;
-    current = with_axis(current, axis, sbp[axis]);
-  }
-  return make_global(local, x.shape(), x.dtype(), placement, sbp);
+  return run_boxing(plan_boxing(x.meta(), placement, sbp), x);
 }
 
 }  // namespace tessera::global

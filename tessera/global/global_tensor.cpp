@@ -6,7 +6,7 @@
 #include "tessera/global/boxing.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
-#include "tessera/ops/op.h"
+#include "tessera/ops/dispatch.h"
 
 namespace tessera {
 
@@ -76,7 +76,7 @@ void check_placement_ranks(const Placement& placement) {
 }
 
 void record(const OpDef& op, const Tensor& input, std::vector<Tensor>& outputs, Attrs attrs = {}) {
-  if (input.requires_grad() && grad_enabled()) record_node(op, {input}, attrs, outputs);
+  if (input.requires_grad() && grad_enabled()) record_on_tape(op, {input}, attrs, outputs);
 }
 
 // The logical shape of the global tensor whose shards these ranks hold.

@@ -29,8 +29,9 @@
 #include <thread>
 #include <vector>
 
+#include "tessera/autograd/engine.h"
 #include "tessera/core/grad_mode.h"
-#include "tessera/distributed/gloo/gloo_group.h"
+#include "tessera/distributed/group.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
@@ -215,13 +216,10 @@ bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradie
   return true;
 }
 
-}  // namespace
-
-bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
+bool accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
   auto world = distributed::default_group();
   if (world->size() == 1 || !gradient.is_global()) return false;
-  const bool threaded =
-      overlap_enabled() && dynamic_cast<distributed::GlooGroup*>(world.get()) != nullptr;
+  const bool threaded = overlap_enabled() && world->concurrent_groups();
   const Placement placement = leaf->global->placement;
   const NdSbp sbp = leaf->global->sbp;
   const int index = placement.index_of(global::world_rank());
@@ -248,10 +246,9 @@ bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tenso
   return true;
 }
 
-void global_finish_backward(bool failed) {
+void finish_backward(bool failed) {
   auto world = distributed::default_group();
-  const bool threaded =
-      overlap_enabled() && dynamic_cast<distributed::GlooGroup*>(world.get()) != nullptr;
+  const bool threaded = overlap_enabled() && world->concurrent_groups();
   // After a failure the ranks may not agree on what was filed, so nothing is
   // reduced: those gradients are dropped with the error.
   std::vector<Bucket> buckets = std::move(open_buckets);
@@ -266,5 +263,12 @@ void global_finish_backward(bool failed) {
   flushed_buckets = 0;
   if (threaded) reducer().wait();
 }
+
+const bool installed = [] {
+  set_global_grad_hooks({&accumulate_grad, &finish_backward});
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -55,8 +57,59 @@ class Attrs {
   }
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
 
+  // Equal when both hold the same names with the same values, in any order.
+  // Doubles compare by their bits (NaN equals NaN; 0.0 and -0.0 differ), as
+  // plan caches and common-subexpression elimination need.
+  bool operator==(const Attrs& other) const {
+    if (items_.size() != other.items_.size()) return false;
+    for (const auto& [name, value] : items_) {
+      const AttrValue* theirs = other.find(name);
+      if (theirs == nullptr || !same_value(value, *theirs)) return false;
+    }
+    return true;
+  }
+  // Consistent with ==: independent of the order of the items.
+  size_t hash() const {
+    size_t total = items_.size();
+    for (const auto& [name, value] : items_) {
+      size_t item = std::hash<std::string>()(name) * 31 + value.index();
+      std::visit([&](const auto& v) { item = item * 1000003 ^ value_hash(v); }, value);
+      total += item * 0x9e3779b97f4a7c15ULL;
+    }
+    return total;
+  }
+
  private:
+  const AttrValue* find(const std::string& name) const {
+    for (const auto& item : items_) {
+      if (item.first == name) return &item.second;
+    }
+    return nullptr;
+  }
+  static bool same_value(const AttrValue& a, const AttrValue& b) {
+    if (a.index() != b.index()) return false;
+    if (const double* x = std::get_if<double>(&a)) {
+      return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+    }
+    return a == b;
+  }
+  static size_t value_hash(int64_t v) { return std::hash<int64_t>()(v); }
+  static size_t value_hash(double v) { return std::hash<uint64_t>()(std::bit_cast<uint64_t>(v)); }
+  static size_t value_hash(bool v) { return v ? 1 : 2; }
+  static size_t value_hash(DType v) { return static_cast<size_t>(v) + 17; }
+  static size_t value_hash(const std::string& v) { return std::hash<std::string>()(v); }
+  static size_t value_hash(const std::vector<int64_t>& v) {
+    size_t h = v.size();
+    for (int64_t x : v) h = h * 1000003 ^ std::hash<int64_t>()(x);
+    return h;
+  }
+
   std::vector<std::pair<std::string, AttrValue>> items_;
 };
 
 }  // namespace tessera
+
+template <>
+struct std::hash<tessera::Attrs> {
+  size_t operator()(const tessera::Attrs& attrs) const { return attrs.hash(); }
+};

@@ -15,6 +15,7 @@ namespace {
 const OpDef& cat_op = register_op([] {
   OpDef def;
   def.name = "cat";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.cat";
   def.signature = "cat(tensors, dim), stack(tensors, dim)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {

@@ -5,6 +5,7 @@
 #include "tessera/ops/creation.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "tessera/ops/op.h"
 
@@ -32,6 +33,7 @@ constexpr OpDoc kCreationDocs[] = {
 OpDef factory_def(const char* name) {
   OpDef def;
   def.name = name;
+  def.kind = std::string_view(name).starts_with("rand") ? OpKind::random : OpKind::other;
   document(def, kCreationDocs);
   def.differentiable = false;
   def.kernel_dtype_input = -1;
@@ -115,10 +117,14 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
   return full_like(x, 1.0, dtype);
 }
 Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype) {
-  if (x.is_global()) {
-    return full(x.shape(), value, x.placement(), x.nd_sbp(), dtype.value_or(x.dtype()));
+  const DType resolved = dtype.value_or(x.dtype());
+  if (x.is_meta()) {  // same shape and layout, no values
+    return x.is_global() ? make_global_meta(x.shape(), resolved, x.placement(), x.nd_sbp())
+                         : Tensor::empty(x.shape(), resolved, Device::meta());
   }
-  return full(x.shape(), value, dtype.value_or(x.dtype()));
+  if (x.is_global()) return full(x.shape(), value, x.placement(), x.nd_sbp(), resolved);
+  Tensor out = full(x.shape(), value, resolved);
+  return x.device().type == DeviceType::cpu ? out : out.to(x.device());
 }
 Tensor empty_like(const Tensor& x) {
   if (x.is_global()) return zeros_like(x);

@@ -18,6 +18,7 @@ namespace {
 const OpDef& dropout_op = register_op([] {
   OpDef def;
   def.name = "dropout";
+  def.kind = OpKind::random;
   def.torch_name = "torch.nn.functional.dropout";
   def.signature = "dropout(x, p, training)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {

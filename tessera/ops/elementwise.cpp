@@ -11,6 +11,7 @@
 #include "tessera/core/device_memory.h"
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/dispatch.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/sbp_rules.h"
@@ -80,6 +81,7 @@ OpDef unary_def(const std::string& name, GradFn grad, bool saves_inputs, bool sa
                 SbpFn sbp = unary_splits) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   document(def, kElementwiseDocs);
   def.infer = infer_unary;
   def.sbp = std::move(sbp);
@@ -310,6 +312,7 @@ OpDef binary_def(const char* name, GradFn grad, bool saves_inputs, std::vector<S
                  bool saves_outputs = false) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   document(def, kElementwiseDocs);
   def.infer = binary_infer(name);
   def.sbp = binary_sbp(std::move(extra));
@@ -427,6 +430,7 @@ std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b) {
 
 Tensor binary(const OpDef& op, const Tensor& a, const Tensor& b) {
   TESSERA_CHECK(a.defined() && b.defined(), "[", op.name, "] got an undefined tensor");
+  if (a.dtype() == b.dtype()) return call1(op, {a, b});
   auto [pa, pb] = promote(a, b);
   return call1(op, {pa, pb});
 }
@@ -569,6 +573,7 @@ namespace {
 OpDef predicate_def(const char* name, int arity) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   document(def, kElementwiseDocs);
   def.differentiable = false;
   def.infer = [name, arity](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -627,6 +632,7 @@ namespace {
 const OpDef& where_op = register_op([] {
   OpDef def;
   def.name = "where";
+  def.kind = OpKind::elementwise;
   def.torch_name = "torch.where, torch.Tensor.masked_fill";
   def.signature = "where(condition, a, b), masked_fill(x, mask, value)";
   def.kernel_dtype_input = 1;
@@ -663,6 +669,7 @@ const OpDef& where_op = register_op([] {
 const OpDef& cast_op = register_op([] {
   OpDef def;
   def.name = "cast";
+  def.kind = OpKind::elementwise;
   def.torch_name = "torch.Tensor.to (dtype)";
   def.signature = "cast(x, dtype), x.to(dtype)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -688,6 +695,7 @@ const OpDef& cast_op = register_op([] {
 const OpDef& copy_op = register_op([] {
   OpDef def;
   def.name = "copy";
+  def.kind = OpKind::elementwise;
   def.torch_name = "torch.clone";
   def.signature = "copy(x), x.clone()";
   def.infer = infer_unary;
@@ -741,6 +749,7 @@ namespace {
 const OpDef& clamp_tensor_op = register_op([] {
   OpDef def;
   def.name = "clamp_tensor";
+  def.kind = OpKind::elementwise;
   def.torch_name = "torch.clamp (tensor min/max), torch.clamp_min, torch.clamp_max";
   def.signature = "clamp(x, min, max), clamp_min(x, min), clamp_max(x, max)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -836,6 +845,7 @@ const OpDef& copy_into_op() {
   static const OpDef def = [] {
     OpDef d;
     d.name = "copy_";
+    d.kind = OpKind::elementwise;
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
       return std::vector<TensorMeta>{in.at(0)};
     };
@@ -913,6 +923,7 @@ const OpDef& copy_into_view_op() {
   static const OpDef def = [] {
     OpDef d;
     d.name = "copy_slices";
+    d.kind = OpKind::elementwise;
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
       return std::vector<TensorMeta>{in.at(0)};
     };
@@ -945,6 +956,7 @@ const OpDef& view_of_written_base_op() {
   static const OpDef def = [] {
     OpDef d;
     d.name = "as_strided";
+    d.kind = OpKind::elementwise;
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
       TensorMeta meta = in.at(0);
       meta.shape = attrs.ints("shape");
@@ -1023,8 +1035,15 @@ void check_no_internal_overlap(const Tensor& dst) {
 Tensor& Tensor::copy_(const Tensor& src) {
   TESSERA_CHECK(src.defined(), "[copy_] the source is an undefined tensor");
   const bool record = check_in_place(*this, src, "copy_");
+  if (is_meta()) {
+    // Nothing to write; the shapes must still agree.
+    Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
+    TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
+                  " does not broadcast to the destination's shape ", shape_str(shape()));
+    return *this;
+  }
   if (is_global()) {
-    global_copy_(*this, src);
+    global_copy(*this, src);
     bump_version();
     return *this;
   }
@@ -1071,12 +1090,12 @@ Tensor& Tensor::copy_(const Tensor& src) {
     Tensor base(impl().view_base);
     const Attrs geometry = view_geometry(*this, base.impl());
     std::vector<Tensor> bases{base};
-    record_node(copy_into_view_op(), {base, src}, geometry, bases);
+    record_on_tape(copy_into_view_op(), {base, src}, geometry, bases);
     std::vector<Tensor> views{*this};
-    record_node(view_of_written_base_op(), {base}, geometry, views);
+    record_on_tape(view_of_written_base_op(), {base}, geometry, views);
   } else if (record) {
     std::vector<Tensor> outputs{*this};
-    record_node(copy_into_op(), {*this, src}, {}, outputs);
+    record_on_tape(copy_into_op(), {*this, src}, {}, outputs);
   }
   return *this;
 }

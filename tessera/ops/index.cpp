@@ -65,6 +65,7 @@ std::vector<SbpSignature> scatter_splits(const std::vector<TensorMeta>& in, int6
 const OpDef& embedding_op = register_op([] {
   OpDef def;
   def.name = "embedding";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.embedding";
   def.signature = "embedding(weight, indices, padding_idx)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -104,6 +105,7 @@ const OpDef& embedding_op = register_op([] {
 const OpDef& index_select_op = register_op([] {
   OpDef def;
   def.name = "index_select";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.index_select";
   def.signature = "index_select(x, dim, index)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -133,6 +135,7 @@ const OpDef& index_select_op = register_op([] {
 const OpDef& gather_op = register_op([] {
   OpDef def;
   def.name = "gather";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.gather";
   def.signature = "gather(x, dim, index)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -163,6 +166,7 @@ const OpDef& gather_op = register_op([] {
 const OpDef& scatter_add_op = register_op([] {
   OpDef def;
   def.name = "scatter_add";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter_add";
   def.signature = "scatter_add(x, dim, index, src)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -194,6 +198,7 @@ const OpDef& scatter_add_op = register_op([] {
 const OpDef& index_add_op = register_op([] {
   OpDef def;
   def.name = "index_add";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.index_add";
   def.signature = "index_add(x, dim, index, source, alpha)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -226,6 +231,7 @@ const OpDef& index_add_op = register_op([] {
 const OpDef& scatter_op = register_op([] {
   OpDef def;
   def.name = "scatter";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter";
   def.signature = "scatter(x, dim, index, src | value)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -300,6 +306,7 @@ std::vector<Tensor> scatter_reduce_grad(const GradContext& c) {
 const OpDef& scatter_reduce_op = register_op([] {
   OpDef def;
   def.name = "scatter_reduce";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter_reduce";
   def.signature = "scatter_reduce(x, dim, index, src, reduce, include_self)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {

@@ -39,6 +39,7 @@ OpDef unary_def(const char* name, const char* torch_name, const char* signature,
                 bool monotone = false, bool saves_outputs = false) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   def.torch_name = torch_name;
   def.signature = signature;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -112,6 +113,7 @@ const OpDef& nan_to_num_op = register_op(unary_def(
 OpDef predicate_def(const char* name, const char* torch_name, const char* signature) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   def.torch_name = torch_name;
   def.signature = signature;
   def.differentiable = false;
@@ -224,6 +226,7 @@ OpDef binary_def(const char* name, const char* torch_name, const char* signature
                  std::vector<SbpSignature> extra = {}) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::elementwise;
   def.torch_name = torch_name;
   def.signature = signature;
   std::string op_name = name;

@@ -95,6 +95,21 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
 const OpDef& matmul_op = register_op([] {
   OpDef def;
   def.name = "matmul";
+  def.kind = OpKind::matmul;
+  // 2·m·n·k per product: each output element is a k-long dot product.
+  def.cost = [](const std::vector<TensorMeta>& in, const std::vector<TensorMeta>& out,
+                const Attrs&) {
+    const double inner = in[0].shape.empty() ? 1.0 : static_cast<double>(in[0].shape.back());
+    OpCost cost;
+    cost.flops = 2 * static_cast<double>(numel(out[0].shape)) * inner;
+    for (const TensorMeta& meta : in) {
+      cost.bytes +=
+          static_cast<double>(numel(meta.shape) * static_cast<int64_t>(dtype_size(meta.dtype)));
+    }
+    cost.bytes +=
+        static_cast<double>(numel(out[0].shape) * static_cast<int64_t>(dtype_size(out[0].dtype)));
+    return cost;
+  };
   def.torch_name = "torch.matmul";
   def.signature = "matmul(a, b)";
   def.infer = infer_matmul;

@@ -32,10 +32,35 @@ using LocalizeFn = std::function<Attrs(const Attrs&, const std::vector<TensorMet
                                        const ShardOffsets& offsets)>;
 using KernelFn = void (*)(KernelContext&);
 
+// What an op is, for code that treats families alike: common-subexpression
+// elimination, fusion, plan caches, the cost model's defaults.
+enum class OpKind : uint8_t {
+  other,
+  elementwise,    // one output element from the same element of each (broadcast) input
+  reduction,      // sums, means, norms, arg-reductions over dims
+  view,           // aliases its input's storage
+  matmul,         // matmul, bmm, linear
+  convolution,    // conv and conv-transpose
+  normalization,  // softmax, layer/batch/group norm and their gradients
+  indexing,       // gather, scatter, index, embedding, concat, pad
+  random,         // draws from a generator
+};
+const char* op_kind_name(OpKind kind);
+
+// The work of one local op call, for the cost model: floating-point
+// operations and bytes read and written.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+};
+using CostFn = std::function<OpCost(const std::vector<TensorMeta>& inputs,
+                                    const std::vector<TensorMeta>& outputs, const Attrs& attrs)>;
+
 // The unit of extension: everything device-free about one op. Defined once
 // in tessera/ops/<family>.cpp; kernels register against `name`.
 struct OpDef {
   std::string name;
+  OpKind kind = OpKind::other;  // a view op (view set) is OpKind::view
   InferFn infer;
   // Signatures besides all-broadcast, which is always valid and appended.
   SbpFn sbp;
@@ -53,6 +78,8 @@ struct OpDef {
   // create_graph the outputs are recomputed from them.
   bool saves_inputs = true;
   bool saves_outputs = false;
+  // The op's work; when null, op_cost estimates it from the kind.
+  CostFn cost;
 
   // For the op reference (docs/ops.md, generated from this registry): the
   // PyTorch function(s) the op implements, e.g. "torch.cumsum", and the
@@ -97,35 +124,23 @@ std::vector<const OpDef*> all_ops();
 void register_kernel(const std::string& op, DeviceType device, std::vector<DType> dtypes,
                      KernelFn fn);
 KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype);
+// Whether op has a `device` kernel for `dtype` (raises when it has no
+// kernel for the device at all).
+bool has_kernel(const OpDef& op, DeviceType device, DType dtype);
 
-// The dispatcher: infer, allocate (or alias for views), run the kernel and
-// record the op on the autograd tape when a gradient is needed.
+// The dispatcher's entry (ops/dispatch.h): hands the call to the handler
+// for its inputs (eager-local: infer, allocate or alias, run the kernel;
+// meta; eager-global) and records it on the autograd tape when a gradient
+// is needed.
 std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs,
                          const Attrs& attrs = {});
 Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
 
-// Runs `op` on inputs of which at least one is global (defined by the global
-// layer, tessera/global/dispatch.cpp): picks an SBP signature, boxes the
-// inputs to it, runs the local op on the shards and wraps the outputs.
-std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
-                                const Attrs& attrs);
-// Gradient accumulation into a global leaf (defined by the global layer):
-// boxes `gradient` to the leaf's layout and adds it to leaf->grad, possibly
-// later (partial sums wait in buckets so that one all-reduce serves several
-// leaves) or on a communication thread. Returns false when the caller should
-// accumulate it itself.
-bool global_accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient);
-// Finishes every accumulation handed over above (reduces the open buckets,
-// waits for the communication thread); rethrows the first error. The
-// backward engine calls it before returning; with `failed` (backward threw)
-// the buckets are dropped instead of reduced, since ranks may not agree on them.
-void global_finish_backward(bool failed = false);
-// dst.copy_(src) for a global dst (defined by the global layer).
-void global_copy_(const Tensor& dst, const Tensor& src);
-
-// Records `op` on the autograd tape (defined by the autograd layer).
-void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                 std::vector<Tensor>& outputs);
+// The work of running `op` on tensors of these metas: op.cost when set;
+// otherwise every input and output byte moved once, one FLOP per output
+// element (per input element for reductions), nothing for views.
+OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs,
+               const std::vector<TensorMeta>& outputs, const Attrs& attrs);
 
 // The SBP signatures of op for these inputs, all-broadcast appended.
 std::vector<SbpSignature> sbp_signatures(const OpDef& op, const std::vector<TensorMeta>& inputs,

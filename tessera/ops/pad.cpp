@@ -46,6 +46,7 @@ Tensor pad_backward(const Tensor& grad, const Attrs& attrs);
 const OpDef& pad_op = register_op([] {
   OpDef def;
   def.name = "pad";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.pad";
   def.signature = "pad(x, pads, mode, value)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -84,6 +85,7 @@ const OpDef& pad_op = register_op([] {
 const OpDef& pad_backward_op = register_op([] {
   OpDef def;
   def.name = "pad_backward";
+  def.kind = OpKind::indexing;
   def.torch_name = "torch.ops.aten.reflection_pad2d_backward (and the other modes)";
   def.signature = "pad_backward (the gradient of pad in the reflect, replicate and circular modes)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {

@@ -71,6 +71,7 @@ Tensor expand_back(const Tensor& reduced, const TensorMeta& input, const Attrs& 
 const OpDef& sum_op = register_op([] {
   OpDef def;
   def.name = "sum";
+  def.kind = OpKind::reduction;
   def.torch_name = "torch.sum";
   def.signature = "sum(x, dims, keepdim)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -106,6 +107,7 @@ constexpr OpDoc kReduceDocs[] = {
 OpDef extremum_def(const char* name, Sbp partial) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::reduction;
   document(def, kReduceDocs);
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, in[0].dtype);
@@ -124,6 +126,7 @@ const OpDef& min_op = register_op(extremum_def("min", Sbp::partial_min()));
 OpDef arg_def(const char* name) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::reduction;
   document(def, kReduceDocs);
   def.differentiable = false;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {

@@ -31,6 +31,7 @@ constexpr OpDoc kSoftmaxDocs[] = {
 OpDef softmax_def(const char* name, GradFn grad) {
   OpDef def;
   def.name = name;
+  def.kind = OpKind::normalization;
   document(def, kSoftmaxDocs);
   def.infer = [name](const std::vector<TensorMeta>& in, const Attrs&) {
     TESSERA_CHECK(is_floating(in[0].dtype), "[", name, "] needs a floating tensor, got ",

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../../examples/models/gpt.h"
+#include "tessera/global/boxing.h"
 #include "tessera/global/process_groups.h"
 #include "testing.h"
 
@@ -114,9 +115,21 @@ void convert_and_check(const Tensor& whole, const Placement& from_p, const NdSbp
                  layout_str(to_p, to_s).c_str());
   }
   Tensor y = x.to_global(to_p, to_s);
-  check_global(y, whole,
-               layout_str(from_p, from_s) + " -> " + layout_str(to_p, to_s) + " of " +
-                   shape_str(whole.shape()));
+  const std::string what = layout_str(from_p, from_s) + " -> " + layout_str(to_p, to_s) + " of " +
+                           shape_str(whole.shape());
+  check_global(y, whole, what);
+  // Again, counting what this rank hands the backend: exactly what the plan
+  // priced (the groups exist now, so nothing else communicates).
+  const global::RankTraffic planned =
+      global::rank_traffic(global::plan_boxing(x.meta(), to_p, to_s), g_rank);
+  distributed::reset_traffic();
+  (void)x.to_global(to_p, to_s);
+  const distributed::Traffic moved = distributed::traffic();
+  CHECK_WORKER(moved.calls == planned.calls &&
+                   static_cast<double>(moved.payload_bytes) == planned.payload_bytes,
+               what, ": the backend moved ", moved.payload_bytes, " bytes in ", moved.calls,
+               " collectives; the plan priced ", planned.payload_bytes, " bytes in ",
+               planned.calls);
   // The source is unchanged (boxing never writes into it).
   check_global(x, whole, "source after boxing");
 }
@@ -194,6 +207,19 @@ void run_ops(int n) {
       }
       const std::string where = "[" + sbp_case.op + "] " + signature_str(signature);
       std::vector<Tensor> outputs = call(op, global_inputs, sbp_case.attrs);
+      // The same call on global meta tensors decides the same layouts.
+      std::vector<Tensor> meta_inputs;
+      for (const Tensor& input : global_inputs) meta_inputs.push_back(input.to_meta());
+      std::vector<Tensor> meta_outputs = call(op, meta_inputs, sbp_case.attrs);
+      CHECK_WORKER(meta_outputs.size() == outputs.size(), where, ": meta call gave ",
+                   meta_outputs.size(), " outputs");
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        CHECK_WORKER(meta_outputs[o].is_meta() && meta_outputs[o].shape() == outputs[o].shape() &&
+                         meta_outputs[o].dtype() == outputs[o].dtype() &&
+                         meta_outputs[o].nd_sbp() == outputs[o].nd_sbp(),
+                     where, " output ", o, ": meta gave ", to_string(meta_outputs[o]),
+                     ", the real call ", to_string(outputs[o]));
+      }
       for (size_t o = 0; o < outputs.size(); ++o) {
         // Random ops (dropout) give the same values whatever the layout.
         check_global(outputs[o], expected[o], where + " output " + std::to_string(o),

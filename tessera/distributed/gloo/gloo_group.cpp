@@ -357,6 +357,7 @@ std::string GlooGroup::error_of_compatible(const Check& check, size_t i) const {
 
 void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
+  count_traffic(tensor);
   // Every rank reaches its first all_reduce together (SPMD), whatever the shape.
   if (!shared_memory_decided_) {
     try {
@@ -406,6 +407,7 @@ std::vector<Tensor> GlooGroup::all_gather_uneven(const Tensor& tensor) {
 
 std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool equal_shapes) {
   check_tensor(op, tensor, kMoveDTypes, where());
+  count_traffic(tensor);
   TESSERA_CHECK(equal_shapes || tensor.dim() >= 1, "[", op, "] ", where(),
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
@@ -450,6 +452,7 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
 
 std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
   check_per_rank("all_to_all", inputs, size_, kMoveDTypes, false, where());
+  count_traffic(inputs);
   // Every rank learns every rank's row counts and layout, so each knows what it receives.
   const Layout mine = layout_of(inputs[0]);
   std::vector<int64_t> header = mine.encode();
@@ -507,6 +510,7 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
 
 Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where());
+  count_traffic(inputs);
   Check check{"reduce_scatter", layout_of(inputs[0]),
               "every rank needs inputs of the same dtype and shape"};
   begin_check(check);
@@ -585,6 +589,7 @@ void GlooGroup::setup_shared_memory() {
 void GlooGroup::broadcast(Tensor& tensor, int root) {
   check_tensor("broadcast", tensor, kMoveDTypes, where());
   check_peer("broadcast", root, size_, true, rank_, where());
+  count_traffic(tensor);
   Check check{"broadcast", layout_of(tensor), ""};
   begin_check(check);
   if (tensor.numel() == 0) return verify(check);

@@ -57,6 +57,7 @@ class GlooGroup : public Group {
             std::string job_prefix = "",
             std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(0));
   ~GlooGroup() override;
+  bool concurrent_groups() const override { return true; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }

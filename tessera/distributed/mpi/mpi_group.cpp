@@ -380,6 +380,7 @@ void MpiGroup::wait(const char* op, Pending& pending) {
 void MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_usable("all_reduce");
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
+  count_traffic(tensor);
   const int64_t count = tensor.numel();
   const int64_t item = static_cast<int64_t>(dtype_size(tensor.dtype()));
   const MPI_Datatype type = mpi_type(tensor.dtype());
@@ -459,6 +460,7 @@ std::vector<Tensor> MpiGroup::all_gather_uneven(const Tensor& tensor) {
 std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool equal_shapes) {
   check_usable(op);
   check_tensor(op, tensor, kMoveDTypes, where());
+  count_traffic(tensor);
   TESSERA_CHECK(equal_shapes || tensor.dim() >= 1, "[", op, "] ", where(),
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
@@ -499,6 +501,7 @@ std::vector<Tensor> MpiGroup::gather(const char* op, const Tensor& tensor, bool 
 std::vector<Tensor> MpiGroup::all_to_all(const std::vector<Tensor>& inputs) {
   check_usable("all_to_all");
   check_per_rank("all_to_all", inputs, size_, kMoveDTypes, false, where());
+  count_traffic(inputs);
   // Every rank learns every rank's row counts and layout, so each knows what it receives.
   const Layout mine = layout_of(inputs[0]);
   std::vector<int64_t> header = mine.encode();
@@ -565,6 +568,7 @@ std::vector<Tensor> MpiGroup::all_to_all(const std::vector<Tensor>& inputs) {
 Tensor MpiGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
   check_usable("reduce_scatter");
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where());
+  count_traffic(inputs);
   const Layout mine = layout_of(inputs[0]);
   const std::vector<int64_t> all = gather_int64("reduce_scatter", mine.encode());
   for (int peer = 0; peer < size_; ++peer) {
@@ -607,6 +611,7 @@ void MpiGroup::broadcast(Tensor& tensor, int root) {
   check_usable("broadcast");
   check_tensor("broadcast", tensor, kMoveDTypes, where());
   check_peer("broadcast", root, size_, true, rank_, where());
+  count_traffic(tensor);
   const int64_t bytes = tensor.numel() * static_cast<int64_t>(dtype_size(tensor.dtype()));
   Pending pending;
   pending.memory.push_back(tensor);

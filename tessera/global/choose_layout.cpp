@@ -1,0 +1,244 @@
+#include "tessera/global/choose_layout.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "tessera/global/layout.h"
+
+namespace tessera::global {
+
+namespace {
+
+std::string layouts_str(const std::vector<TensorMeta>& inputs) {
+  std::string text;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
+    text += inputs[i].is_global()
+                ? placement_str(inputs[i].placement) + " " + nd_sbp_str(inputs[i].sbp)
+                : "local " + shape_str(inputs[i].shape);
+  }
+  return text;
+}
+
+std::string sbps_str(const std::vector<NdSbp>& sbps) {
+  std::string text = "(";
+  for (size_t i = 0; i < sbps.size(); ++i) text += (i ? ", " : "") + nd_sbp_str(sbps[i]);
+  return text + ")";
+}
+
+// Runs op's inference on the shards the rank at `index` would hold with
+// these SBPs. The local shapes, or the reason they do not work out.
+struct ShardInference {
+  std::vector<TensorMeta> outputs;
+  std::string failure;
+};
+
+ShardInference infer_on_shards(const OpDef& op, const std::vector<TensorMeta>& metas,
+                               const std::vector<NdSbp>& input_sbps, const Placement& placement,
+                               const Attrs& attrs, int index) {
+  std::vector<TensorMeta> local;
+  ShardOffsets offsets;
+  for (size_t i = 0; i < metas.size(); ++i) {
+    Region region = shard_region(metas[i].shape, placement, input_sbps[i], index);
+    local.push_back({region.size, metas[i].dtype, metas[i].device});
+    offsets.push_back(region.start);
+  }
+  // An op's rules reject shards they cannot handle (a reshape whose rows do
+  // not split as its output's elements) with its argument error; that is
+  // the answer "this signature does not hold here". Any other exception is
+  // a bug and propagates.
+  try {
+    Attrs local_attrs = op.localize ? op.localize(attrs, local, metas, offsets) : attrs;
+    return {op.infer(local, local_attrs), ""};
+  } catch (const Error& error) {
+    return {{}, error.what()};
+  }
+}
+
+// Whether the combination gives every rank exactly its output shards.
+bool holds(const OpDef& op, const std::vector<TensorMeta>& metas,
+           const std::vector<TensorMeta>& outputs, const std::vector<NdSbp>& input_sbps,
+           const std::vector<NdSbp>& output_sbps, const Placement& placement, const Attrs& attrs,
+           std::string& why) {
+  for (int index = 0; index < placement.size(); ++index) {
+    ShardInference got = infer_on_shards(op, metas, input_sbps, placement, attrs, index);
+    if (!got.failure.empty()) {
+      why = got.failure;
+      return false;
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      Shape want = local_shape(outputs[o].shape, placement, output_sbps[o], index);
+      if (got.outputs.at(o).shape != want) {
+        why = str_cat("output ", o, " of the shard at index ", index, " would be ",
+                      shape_str(got.outputs.at(o).shape), ", not ", shape_str(want));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+struct Candidate {
+  std::vector<size_t> choice;  // a signature index per mesh axis
+  std::vector<NdSbp> input_sbps;
+  std::vector<NdSbp> output_sbps;
+  std::vector<BoxingPlan> boxing;
+  double communication = 0;
+  double compute = 0;
+};
+
+}  // namespace
+
+LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
+                             const Attrs& attrs, const CostModel& model) {
+  LayoutDecision decision;
+  decision.op = &op;
+  for (const TensorMeta& input : inputs) {
+    if (!input.is_global()) continue;
+    if (!decision.placement.defined()) decision.placement = input.placement;
+    TESSERA_CHECK(input.placement == decision.placement, "[", op.name,
+                  "] global inputs must share one placement; got ", layouts_str(inputs),
+                  ". Move them with to_global(placement, sbp) first");
+  }
+  const Placement& placement = decision.placement;
+  TESSERA_CHECK(placement.defined(), "[", op.name, "] choose_layout needs a global input");
+  const NdSbp all_broadcast = uniform(Sbp::broadcast(), placement.ndim());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorMeta meta = inputs[i];
+    if (!meta.is_global()) {
+      TESSERA_CHECK(numel(meta.shape) == 1, "[", op.name, "] input ", i,
+                    " is a local tensor of shape ", shape_str(meta.shape),
+                    " while others are global (", layouts_str(inputs),
+                    "); make it global with to_global(placement, sbp)");
+      meta.placement = placement;
+      meta.sbp = all_broadcast;
+    }
+    decision.inputs.push_back(meta);
+  }
+  const std::vector<TensorMeta>& metas = decision.inputs;
+  decision.outputs = op.infer(metas, attrs);
+  const std::vector<SbpSignature> signatures = sbp_signatures(op, metas, attrs);
+
+  // Per mesh axis, the signatures that hold for its split alone.
+  const int ndim = placement.ndim();
+  std::vector<std::vector<size_t>> fitting(static_cast<size_t>(ndim));
+  for (int axis = 0; axis < ndim; ++axis) {
+    for (size_t s = 0; s < signatures.size(); ++s) {
+      std::vector<NdSbp> in_sbps, out_sbps;
+      for (const Sbp& sbp : signatures[s].inputs)
+        in_sbps.push_back(with_axis(all_broadcast, axis, sbp));
+      for (const Sbp& sbp : signatures[s].outputs)
+        out_sbps.push_back(with_axis(all_broadcast, axis, sbp));
+      std::string why;
+      if (holds(op, metas, decision.outputs, in_sbps, out_sbps, placement, attrs, why)) {
+        fitting[static_cast<size_t>(axis)].push_back(s);
+      } else if (axis == 0) {
+        decision.rejected.push_back(signature_str(signatures[s]) + ": " + why);
+      }
+    }
+  }
+
+  // Every combination of them, priced.
+  std::vector<Candidate> candidates;
+  std::vector<size_t> cursor(static_cast<size_t>(ndim), 0);
+  const bool any = std::all_of(fitting.begin(), fitting.end(),
+                               [](const std::vector<size_t>& f) { return !f.empty(); });
+  while (any) {
+    Candidate c;
+    for (int axis = 0; axis < ndim; ++axis) {
+      c.choice.push_back(fitting[static_cast<size_t>(axis)][cursor[static_cast<size_t>(axis)]]);
+    }
+    for (size_t i = 0; i < metas.size(); ++i) {
+      std::vector<Sbp> sbps;
+      for (size_t s : c.choice) sbps.push_back(signatures[s].inputs[i]);
+      c.input_sbps.emplace_back(sbps);
+    }
+    for (size_t o = 0; o < decision.outputs.size(); ++o) {
+      std::vector<Sbp> sbps;
+      for (size_t s : c.choice) sbps.push_back(signatures[s].outputs[o]);
+      c.output_sbps.emplace_back(sbps);
+    }
+    for (size_t i = 0; i < metas.size(); ++i) {
+      c.boxing.push_back(plan_boxing(metas[i], placement, c.input_sbps[i], model));
+      c.communication += c.boxing.back().seconds;
+    }
+    std::vector<TensorMeta> local_in, local_out;
+    for (size_t i = 0; i < metas.size(); ++i) {
+      local_in.push_back({local_shape(metas[i].shape, placement, c.input_sbps[i], 0),
+                          metas[i].dtype, metas[i].device});
+    }
+    for (size_t o = 0; o < decision.outputs.size(); ++o) {
+      local_out.push_back({local_shape(decision.outputs[o].shape, placement, c.output_sbps[o], 0),
+                           decision.outputs[o].dtype, decision.outputs[o].device});
+    }
+    c.compute = model.compute_seconds(op_cost(op, local_in, local_out, attrs));
+    candidates.push_back(std::move(c));
+    // Next combination, the last axis fastest.
+    int axis = ndim - 1;
+    for (; axis >= 0; --axis) {
+      size_t& at = cursor[static_cast<size_t>(axis)];
+      if (++at < fitting[static_cast<size_t>(axis)].size()) break;
+      at = 0;
+    }
+    if (axis < 0) break;
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.communication != b.communication)
+                       return a.communication < b.communication;
+                     if (a.compute != b.compute) return a.compute < b.compute;
+                     return a.choice < b.choice;
+                   });
+
+  // The best that also composes across axes, and the next one.
+  const Candidate* chosen = nullptr;
+  for (const Candidate& c : candidates) {
+    std::string why;
+    if (ndim > 1 &&
+        !holds(op, metas, decision.outputs, c.input_sbps, c.output_sbps, placement, attrs, why)) {
+      continue;
+    }
+    if (chosen == nullptr) {
+      chosen = &c;
+      continue;
+    }
+    decision.runner_up =
+        LayoutDecision::Alternative{c.input_sbps, c.output_sbps, c.communication, c.compute};
+    break;
+  }
+  TESSERA_CHECK(chosen != nullptr, "[", op.name, "] has no SBP signature for ", layouts_str(inputs),
+                "; the all-broadcast one should always hold: its inference rejects the whole "
+                "shapes on one rank");
+  decision.input_sbps = chosen->input_sbps;
+  decision.output_sbps = chosen->output_sbps;
+  decision.boxing = chosen->boxing;
+  decision.communication_seconds = chosen->communication;
+  decision.compute_seconds = chosen->compute;
+  for (size_t o = 0; o < decision.outputs.size(); ++o) {
+    decision.outputs[o].placement = placement;
+    decision.outputs[o].sbp = decision.output_sbps[o];
+  }
+  return decision;
+}
+
+std::string LayoutDecision::explain() const {
+  std::string text =
+      str_cat("[", op ? op->name : "?", "] on ", placement_str(placement), ": ",
+              sbps_str(input_sbps), " -> ", sbps_str(output_sbps), ", ",
+              communication_seconds * 1e6, " us moving + ", compute_seconds * 1e6, " us computing");
+  for (size_t i = 0; i < boxing.size(); ++i) {
+    if (boxing[i].steps.empty()) continue;
+    text += str_cat("\n  input ", i, ": ", boxing[i].explain());
+  }
+  if (runner_up) {
+    text += str_cat("\n  runner-up ", sbps_str(runner_up->input_sbps), " -> ",
+                    sbps_str(runner_up->output_sbps), ": ", runner_up->seconds() * 1e6, " us (+",
+                    (runner_up->seconds() - seconds()) * 1e6, " us)");
+  } else {
+    text += "\n  no other signature holds";
+  }
+  for (const std::string& reason : rejected) text += "\n  does not hold: " + reason;
+  return text;
+}
+
+}  // namespace tessera::global

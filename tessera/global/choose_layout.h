@@ -1,0 +1,60 @@
+#pragma once
+
+// The layout decision of one op call on global tensors (DESIGN §4), made
+// before anything runs: a pure function of the inputs' metadata. Eager
+// dispatch executes it (boxing plans, then the local op on the shards);
+// graph mode and the planner use the same decisions.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/global/boxing.h"
+#include "tessera/ops/op.h"
+
+namespace tessera::global {
+
+struct LayoutDecision {
+  const OpDef* op = nullptr;
+  Placement placement;
+  std::vector<TensorMeta> inputs;   // as given (one-element local numbers join as broadcast)
+  std::vector<TensorMeta> outputs;  // logical outputs, with the chosen SBPs
+  // The chosen signature: one NdSbp per input and output.
+  std::vector<NdSbp> input_sbps;
+  std::vector<NdSbp> output_sbps;
+  std::vector<BoxingPlan> boxing;  // per input: from its layout to input_sbps
+  double communication_seconds = 0;
+  double compute_seconds = 0;  // the local op on the largest shards
+  double seconds() const { return communication_seconds + compute_seconds; }
+
+  // The next best signature that fits, priced the same way.
+  struct Alternative {
+    std::vector<NdSbp> input_sbps;
+    std::vector<NdSbp> output_sbps;
+    double communication_seconds = 0;
+    double compute_seconds = 0;
+    double seconds() const { return communication_seconds + compute_seconds; }
+  };
+  std::optional<Alternative> runner_up;
+  // Signatures the op declares that do not hold for these shapes, and why
+  // (e.g. a reshape whose rows do not split as its output's elements).
+  std::vector<std::string> rejected;
+
+  // The decision in words: chosen signature, its boxing and cost, the
+  // runner-up and the gap.
+  std::string explain() const;
+};
+
+// Chooses the signature for `op` on `inputs` (global metas on one
+// placement; local one-element inputs join as broadcast): among the
+// combinations of the op's signatures per mesh axis that hold for these
+// shapes, the one whose boxing takes least time in `model`; equal
+// communication goes to less compute, then to the op's order. Greedy per
+// op: slicing a broadcast input to compute less would change the output's
+// layout and cost later ops communication this decision cannot see, so
+// compute only breaks ties (the planner weighs both over a whole graph).
+// Raises, naming the layouts, when inputs are on different placements.
+LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
+                             const Attrs& attrs, const CostModel& model = default_cost_model());
+
+}  // namespace tessera::global

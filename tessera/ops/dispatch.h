@@ -1,0 +1,86 @@
+#pragma once
+
+// The dispatcher (DESIGN §3): the one way into every op. `call(op, inputs,
+// attrs)` (declared in ops/op.h) checks the inputs, hands the call to a
+// handler, and records the logical op on the autograd tape when a gradient
+// is needed:
+//
+//   call(op, inputs, attrs)
+//     a mode handler is active (tracing, counting)?  -> it runs the call
+//     otherwise, by the inputs' kind (DispatchKey):
+//       global inputs  -> eager-global (tessera/global/dispatch.cpp)
+//       meta inputs    -> meta: inference only, outputs without storage
+//       local inputs   -> eager-local: infer, allocate, run the kernel
+//     grad needed?     -> the tape recorder (tessera/autograd) records it
+//
+// Handlers of higher layers (global, autograd, graph) register themselves
+// here, so the ops layer never names them.
+
+#include <vector>
+
+#include "tessera/ops/op.h"
+
+namespace tessera {
+
+// What kind of tensors a call sees, in order of precedence: one global
+// input makes the call global, else one meta input makes it meta.
+enum class DispatchKey : uint8_t { local, meta, global };
+constexpr int kNumDispatchKeys = 3;
+
+// Runs op calls of one kind. Inputs arrive checked (defined, one device);
+// the handler returns the outputs and does not touch autograd.
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual const char* name() const = 0;
+  virtual std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
+                                  const Attrs& attrs) = 0;
+};
+
+// The eager-local handler, and the meta one, which runs every inference and
+// SBP rule but no kernel. Meta calls that reach the local handler (a
+// factory asked for a meta device) are passed to the meta handler.
+Handler& local_handler();
+Handler& meta_handler();
+
+// Installs the handler for `key` (the global layer installs the eager-global
+// one); returns the previous one. Not for use while ops run on other threads.
+Handler* set_handler(DispatchKey key, Handler* handler);
+Handler* handler_for(DispatchKey key);
+
+// Pushes a mode handler for this thread for the scope's lifetime: every
+// call on the thread goes to it first. While it runs one call it is off the
+// stack, so the ops it calls itself (e.g. `redispatch`) reach the handler
+// below it.
+class HandlerScope {
+ public:
+  explicit HandlerScope(Handler& handler);
+  ~HandlerScope();
+  HandlerScope(const HandlerScope&) = delete;
+  HandlerScope& operator=(const HandlerScope&) = delete;
+};
+
+// The handler a call with these inputs would reach below the modes.
+DispatchKey dispatch_key(const std::vector<Tensor>& inputs);
+// Runs the call on the handler for its inputs' key, skipping the modes and
+// the tape (for a mode handler that wants the ordinary result).
+std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
+                               const Attrs& attrs);
+
+// The autograd tape (installed by tessera/autograd): records `op` with its
+// inputs and outputs so backward can run its gradient.
+using TapeRecorder = void (*)(const OpDef& op, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs, std::vector<Tensor>& outputs);
+void set_tape_recorder(TapeRecorder recorder);
+// Records on the tape; for the few operations that record themselves (an
+// in-place copy_ records its written base and views). Raises when no
+// autograd layer is linked.
+void record_on_tape(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                    std::vector<Tensor>& outputs);
+
+// dst.copy_(src) for a global destination (installed by tessera/global).
+using GlobalCopy = void (*)(const Tensor& dst, const Tensor& src);
+void set_global_copy(GlobalCopy copy);
+void global_copy(const Tensor& dst, const Tensor& src);
+
+}  // namespace tessera

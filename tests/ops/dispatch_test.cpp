@@ -1,0 +1,159 @@
+// The dispatcher: meta tensors run every op's inference, mode handlers see
+// every call, and the handlers of the layers above are installed.
+
+#include <set>
+
+#include "tessera/ops/dispatch.h"
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+// Every registered op, called on meta copies of its SBP case's inputs,
+// gives the outputs' shapes, dtypes (and, for views, strides) of the real
+// call, and no storage.
+TEST(MetaTensors, EveryOpInfersTheRealOutputs) {
+  std::set<std::string> covered;
+  for (const SbpCase& sbp_case : sbp_cases()) {
+    SCOPED_TRACE(sbp_case.op);
+    const OpDef& op = find_op(sbp_case.op);
+    std::vector<Tensor> inputs = sbp_case.inputs();
+    covered.insert(sbp_case.op);
+    if (inputs.empty()) continue;  // factories take no tensors to make meta
+    std::vector<Tensor> metas;
+    for (const Tensor& input : inputs) metas.push_back(input.to_meta());
+    std::vector<Tensor> real = call(op, inputs, sbp_case.attrs);
+    std::vector<Tensor> meta = call(op, metas, sbp_case.attrs);
+    ASSERT_EQ(meta.size(), real.size());
+    for (size_t o = 0; o < real.size(); ++o) {
+      EXPECT_TRUE(meta[o].is_meta());
+      EXPECT_EQ(meta[o].shape(), real[o].shape());
+      EXPECT_EQ(meta[o].dtype(), real[o].dtype());
+      if (op.view) {
+        EXPECT_EQ(meta[o].strides(), real[o].strides());
+      }
+    }
+  }
+  std::string missing;
+  for (const OpDef* op : all_ops()) {
+    if (!covered.count(op->name)) missing += " " + op->name;
+  }
+  EXPECT_TRUE(missing.empty()) << "ops never run on meta tensors:" << missing;
+}
+
+TEST(MetaTensors, PublicFunctionsAndAutogradRunOnMeta) {
+  Tensor x = Tensor::empty({4, 3}, DType::f32, Device::meta()).set_requires_grad();
+  Tensor w = Tensor::empty({3, 5}, DType::f32, Device::meta()).set_requires_grad();
+  Tensor y = relu(matmul(x, w) * 2.0 + 1.0);
+  EXPECT_TRUE(y.is_meta());
+  EXPECT_EQ(y.shape(), (Shape{4, 5}));
+  Tensor loss = sum(softmax(y, 1));
+  EXPECT_EQ(loss.dim(), 0);
+  loss.backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(x.grad().is_meta());
+  EXPECT_EQ(x.grad().shape(), x.shape());
+  EXPECT_EQ(w.grad().shape(), w.shape());
+}
+
+TEST(MetaTensors, ReadingDataIsAnError) {
+  Tensor x = Tensor::empty({2, 3}, DType::f32, Device::meta());
+  EXPECT_HAS(error_of([&] { x.to_vector<float>(); }), "meta tensor");
+  EXPECT_HAS(error_of([&] { x.sum().item<float>(); }), "has no data");
+  EXPECT_HAS(error_of([&] { x.data<float>(); }), "meta");
+  EXPECT_HAS(error_of([&] { x.cpu(); }), "has no data");
+  EXPECT_HAS(error_of([&] { ones({2, 3}).copy_(x); }), "has no data");
+  EXPECT_HAS(to_string(x), "device=meta");
+  // Writing into a meta tensor only checks the shapes.
+  x.copy_(ones({3}));
+  EXPECT_HAS(error_of([&] { x.copy_(ones({4})); }), "cannot be broadcast");
+}
+
+TEST(MetaTensors, ToMetaKeepsShapeDtypeAndLayout) {
+  Tensor x = uniform({3, 4}).t();
+  Tensor m = x.to_meta();
+  EXPECT_TRUE(m.is_meta());
+  EXPECT_EQ(m.shape(), (Shape{4, 3}));
+  EXPECT_EQ(m.dtype(), DType::f64);
+  EXPECT_EQ(m.strides(), x.strides());
+  EXPECT_TRUE(x.to(Device::meta()).is_meta());
+  EXPECT_EQ(device_str(m.device()), "meta");
+}
+
+TEST(MetaTensors, GlobalMetaNeedsNoProcessGroup) {
+  // A mesh this process does not have: four ranks.
+  Placement mesh(DeviceType::cpu, {0, 1, 2, 3});
+  Tensor x = make_global_meta({8, 16}, DType::f32, mesh, NdSbp(Sbp::split(0)));
+  Tensor w = make_global_meta({16, 4}, DType::f32, mesh, NdSbp(Sbp::broadcast()));
+  Tensor y = matmul(x, w);
+  EXPECT_TRUE(y.is_global());
+  EXPECT_TRUE(y.is_meta());
+  EXPECT_EQ(y.shape(), (Shape{8, 4}));
+  EXPECT_EQ(y.nd_sbp(), NdSbp(Sbp::split(0)));
+  // Split rows summed over rows: a partial sum.
+  Tensor total = sum(y, std::vector<int64_t>{0});
+  EXPECT_EQ(total.nd_sbp(), NdSbp(Sbp::partial_sum()));
+  EXPECT_HAS(error_of([&] { y.to_vector<float>(); }), "meta tensor");
+}
+
+// A mode handler that records every call and passes it on.
+class Recorder final : public Handler {
+ public:
+  const char* name() const override { return "recorder"; }
+  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
+                          const Attrs& attrs) override {
+    calls.push_back(op.name);
+    return redispatch(op, inputs, attrs);
+  }
+  std::vector<std::string> calls;
+};
+
+TEST(Dispatcher, ModeHandlerSeesEveryCallOnce) {
+  Tensor a = uniform({2, 3}), b = uniform({3, 2});
+  Recorder recorder;
+  Tensor y;
+  {
+    HandlerScope scope(recorder);
+    y = relu(matmul(a, b));
+  }
+  EXPECT_EQ(recorder.calls, (std::vector<std::string>{"matmul", "relu"}));
+  EXPECT_TRUE(all_close(y, relu(matmul(a, b))));
+  // Out of scope again: nothing more is recorded.
+  relu(a);
+  EXPECT_EQ(recorder.calls.size(), 2u);
+}
+
+TEST(Dispatcher, NestedModesRunInnermostFirst) {
+  Recorder outer, inner;
+  Tensor a = uniform({3});
+  {
+    HandlerScope outer_scope(outer);
+    HandlerScope inner_scope(inner);
+    exp(a);
+  }
+  EXPECT_EQ(inner.calls, (std::vector<std::string>{"exp"}));
+  EXPECT_TRUE(outer.calls.empty());  // redispatch skips the modes
+}
+
+TEST(Dispatcher, AutogradRecordsWhateverHandlerRuns) {
+  Tensor a = uniform({3}).set_requires_grad();
+  Recorder recorder;
+  Tensor y;
+  {
+    HandlerScope scope(recorder);
+    y = sum(exp(a));
+  }
+  y.backward();
+  EXPECT_TRUE(all_close(a.grad(), exp(a.detach())));
+}
+
+TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {
+  EXPECT_STREQ(handler_for(DispatchKey::local)->name(), "eager-local");
+  EXPECT_STREQ(handler_for(DispatchKey::meta)->name(), "meta");
+  EXPECT_STREQ(handler_for(DispatchKey::global)->name(), "eager-global");
+  EXPECT_EQ(dispatch_key({uniform({2})}), DispatchKey::local);
+  EXPECT_EQ(dispatch_key({uniform({2}), uniform({2}).to_meta()}), DispatchKey::meta);
+}
+
+}  // namespace
+}  // namespace tessera::testing
