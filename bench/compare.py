@@ -34,7 +34,9 @@ def run(binary, env, repetitions, pattern):
     output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     medians = {}
     for entry in json.loads(output)["benchmarks"]:
-        if entry.get("aggregate_name") == "median":
+        # A single repetition has no aggregates: its one run stands for the median.
+        single_run = repetitions == 1 and entry.get("run_type") == "iteration"
+        if entry.get("aggregate_name") == "median" or single_run:
             name = entry["run_name"]
             scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[entry["time_unit"]]
             medians[name] = {"seconds": entry["real_time"] * scale,
