@@ -7,18 +7,36 @@ namespace tessera {
 
 namespace {
 
+std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
+  std::vector<TensorMeta> metas;
+  metas.reserve(inputs.size());
+  for (const Tensor& input : inputs) metas.push_back(input.meta());
+  return metas;
+}
+
 // bf16 and f16 are computed in f32 where an op has no kernel of their own,
 // as PyTorch's CPU kernels compute them: the 16-bit inputs widened, the op
 // run, each output rounded to the dtype the op gives it. The casts are ops,
 // so gradients flow through them.
-bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, DType kernel_dtype,
-                      DeviceType device) {
-  if (inputs.empty() || (kernel_dtype != DType::bf16 && kernel_dtype != DType::f16)) return false;
+// It is a decomposition (cast, op, cast), made before any handler runs, so
+// the tape and a tracer see the f32 op and the casts.
+bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  if (inputs.empty() || op.view) return false;
+  bool any_narrow = false;
+  for (const Tensor& t : inputs)
+    any_narrow = any_narrow || t.dtype() == DType::bf16 || t.dtype() == DType::f16;
+  if (!any_narrow) return false;
+  DType kernel_dtype = op.kernel_dtype_input >= 0
+                           ? inputs[static_cast<size_t>(op.kernel_dtype_input)].dtype()
+                           : op.infer(metas_of(inputs), attrs).at(0).dtype;
+  if (kernel_dtype != DType::bf16 && kernel_dtype != DType::f16) return false;
+  const DeviceType device = inputs[0].device().type;
   return !has_kernel(op, device, kernel_dtype) && has_kernel(op, device, DType::f32);
 }
 
 std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inputs,
-                                 const Attrs& attrs, const std::vector<TensorMeta>& output_metas) {
+                                 const Attrs& attrs) {
+  const std::vector<TensorMeta> output_metas = op.infer(metas_of(inputs), attrs);
   std::vector<Tensor> wide;
   wide.reserve(inputs.size());
   for (const Tensor& t : inputs) {
@@ -32,13 +50,6 @@ std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inp
     }
   }
   return outputs;
-}
-
-std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
-  std::vector<TensorMeta> metas;
-  metas.reserve(inputs.size());
-  for (const Tensor& input : inputs) metas.push_back(input.meta());
-  return metas;
 }
 
 // Outputs without storage: every inference rule runs, no kernel. A view's
@@ -71,9 +82,6 @@ class LocalHandler final : public Handler {
     DType kernel_dtype = op.kernel_dtype_input >= 0 && !inputs.empty()
                              ? inputs[static_cast<size_t>(op.kernel_dtype_input)].dtype()
                              : output_metas.at(0).dtype;
-    if (computes_widened(op, inputs, kernel_dtype, device.type)) {
-      return call_widened(op, inputs, attrs, output_metas);
-    }
     // Before allocating, so a missing kernel costs no device memory.
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
     std::vector<Tensor> outputs;
@@ -196,6 +204,10 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     TESSERA_CHECK(same_device(input, inputs[0]), "[", op.name,
                   "] inputs are on different devices: ", device_str(inputs[0].device()), " and ",
                   device_str(input.device()));
+  }
+
+  if (key == DispatchKey::local && computes_widened(op, inputs, attrs)) {
+    return call_widened(op, inputs, attrs);
   }
 
   std::vector<Tensor> outputs;
