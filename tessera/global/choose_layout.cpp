@@ -1,7 +1,8 @@
 #include "tessera/global/choose_layout.h"
 
 #include <algorithm>
-#include <numeric>
+#include <functional>
+#include <unordered_map>
 
 #include "tessera/global/layout.h"
 
@@ -87,10 +88,68 @@ struct Candidate {
   double compute = 0;
 };
 
+// Decisions are pure functions of (op, input metas, attrs), so eager
+// dispatch remembers them: a training step asks the same questions every
+// step. Per thread, keyed on the interned placements and SBPs.
+struct DecisionKey {
+  const OpDef* op;
+  std::vector<TensorMeta> inputs;
+  Attrs attrs;
+
+  bool operator==(const DecisionKey& other) const {
+    if (op != other.op || inputs.size() != other.inputs.size() || !(attrs == other.attrs)) {
+      return false;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorMeta& a = inputs[i];
+      const TensorMeta& b = other.inputs[i];
+      if (a.shape != b.shape || a.dtype != b.dtype || a.device != b.device ||
+          !(a.placement == b.placement) || !(a.sbp == b.sbp)) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+struct DecisionKeyHash {
+  size_t operator()(const DecisionKey& key) const {
+    size_t h = std::hash<const void*>()(key.op) ^ key.attrs.hash();
+    for (const TensorMeta& meta : key.inputs) {
+      for (int64_t size : meta.shape) h = h * 1000003 ^ std::hash<int64_t>()(size);
+      h = h * 31 + static_cast<size_t>(meta.dtype);
+      h = h * 31 + std::hash<const void*>()(meta.placement.id());
+      h = h * 31 + std::hash<const void*>()(meta.sbp.defined() ? &meta.sbp.sbps() : nullptr);
+    }
+    return h;
+  }
+};
+
+constexpr size_t kMaxRememberedDecisions = 4096;
+
+LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs,
+                      const CostModel& model);
+
 }  // namespace
 
 LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
                              const Attrs& attrs, const CostModel& model) {
+  // Only the default model is fixed for the process; another may change.
+  if (&model != &default_cost_model()) return decide(op, inputs, attrs, model);
+  thread_local std::unordered_map<DecisionKey, LayoutDecision, DecisionKeyHash> remembered;
+  DecisionKey key{&op, inputs, attrs};
+  auto found = remembered.find(key);
+  if (found != remembered.end()) return found->second;
+  LayoutDecision decision = decide(op, inputs, attrs, model);
+  if (remembered.size() >= kMaxRememberedDecisions) remembered.clear();
+  remembered.emplace(std::move(key), decision);
+  return decision;
+}
+
+namespace {
+
+LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs,
+                      const CostModel& model) {
   LayoutDecision decision;
   decision.op = &op;
   for (const TensorMeta& input : inputs) {
@@ -220,6 +279,8 @@ LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inp
   }
   return decision;
 }
+
+}  // namespace
 
 std::string LayoutDecision::explain() const {
   std::string text =
