@@ -10,17 +10,6 @@ namespace tessera::global {
 
 namespace {
 
-std::string layouts_str(const std::vector<TensorMeta>& inputs) {
-  std::string text;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
-    text += inputs[i].is_global()
-                ? placement_str(inputs[i].placement) + " " + nd_sbp_str(inputs[i].sbp)
-                : "local " + shape_str(inputs[i].shape);
-  }
-  return text;
-}
-
 std::string sbps_str(const std::vector<NdSbp>& sbps) {
   std::string text = "(";
   for (size_t i = 0; i < sbps.size(); ++i) text += (i ? ", " : "") + nd_sbp_str(sbps[i]);
@@ -131,6 +120,17 @@ LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, co
                       const CostModel& model);
 
 }  // namespace
+
+std::string layouts_str(const std::vector<TensorMeta>& inputs) {
+  std::string text;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
+    text += inputs[i].is_global()
+                ? placement_str(inputs[i].placement) + " " + nd_sbp_str(inputs[i].sbp)
+                : "local " + shape_str(inputs[i].shape);
+  }
+  return text;
+}
 
 LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
                              const Attrs& attrs, const CostModel& model) {

@@ -54,6 +54,9 @@ struct LayoutDecision {
 // layout and cost later ops communication this decision cannot see, so
 // compute only breaks ties (the planner weighs both over a whole graph).
 // Raises, naming the layouts, when inputs are on different placements.
+// "input 0: cpu:[0, 1] (S(0)), input 1: local [1]" for messages.
+std::string layouts_str(const std::vector<TensorMeta>& inputs);
+
 LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
                              const Attrs& attrs, const CostModel& model = default_cost_model());
 

@@ -21,17 +21,6 @@ namespace tessera {
 
 namespace {
 
-std::string layouts_str(const std::vector<Tensor>& inputs) {
-  std::string text;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
-    text += inputs[i].is_global()
-                ? placement_str(inputs[i].placement()) + " " + nd_sbp_str(inputs[i].nd_sbp())
-                : "local " + shape_str(inputs[i].shape());
-  }
-  return text;
-}
-
 // TESSERA_DEBUG_SPMD=1: every collective compares, across its group, what
 // each rank issues (distributed/spmd_check.h). A global op joins in with a
 // barrier on its placement, so ops that move no data are compared too, and
@@ -56,7 +45,7 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
   const global::LayoutDecision decision = global::choose_layout(op, metas, attrs);
   const Placement& placement = decision.placement;
   if (distributed::spmd_check_enabled() && !meta) {
-    spmd_scope.emplace(str_cat(op.name, "(", layouts_str(inputs), ")"));
+    spmd_scope.emplace(str_cat(op.name, "(", global::layouts_str(metas), ")"));
     check_same_op_everywhere(placement);
   }
   if (meta) {

@@ -181,12 +181,10 @@ DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
-  Handler* handler = handlers().by_key[static_cast<int>(dispatch_key(inputs))];
-  if (dispatch_key(inputs) == DispatchKey::global) {
-    GradModeGuard no_grad(false);  // the tape records the logical op, not its shards
-    return handler->run(op, inputs, attrs);
-  }
-  return handler->run(op, inputs, attrs);
+  const DispatchKey key = dispatch_key(inputs);
+  // On global inputs the tape records the logical op, not its shards.
+  GradModeGuard no_grad(key == DispatchKey::global ? false : grad_enabled());
+  return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
 }
 
 std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
