@@ -326,7 +326,14 @@ std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, 
   NoGradGuard no_grad;
   std::vector<TensorMeta> metas;
   for (const Tensor& input : inputs) metas.push_back(input.meta());
-  std::vector<Tensor> expected = call(op, inputs, attrs);
+  // An in-place op writes its inputs: each call gets its own copies.
+  auto fresh = [&](const std::vector<Tensor>& tensors) {
+    if (op.writes.empty()) return tensors;
+    std::vector<Tensor> copies;
+    for (const Tensor& t : tensors) copies.push_back(t.clone());
+    return copies;
+  };
+  std::vector<Tensor> expected = call(op, fresh(inputs), attrs);
   std::vector<SbpSignature> signatures = sbp_signatures(op, metas, attrs);
   for (const SbpSignature& signature : signatures) {
     for (int64_t parts : {2, 3}) {
@@ -354,7 +361,7 @@ std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, 
         }
         Attrs local_attrs = op.localize ? op.localize(attrs, local_metas, metas, offsets) : attrs;
         try {
-          outputs_per_rank.push_back(call(op, local, local_attrs));
+          outputs_per_rank.push_back(call(op, fresh(local), local_attrs));
         } catch (const std::exception& error) {
           return ::testing::AssertionFailure() << where << ": rank " << r << " threw: " << error.what();
         }

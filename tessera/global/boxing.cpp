@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/global/collective_ops.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
@@ -67,13 +68,15 @@ std::pair<Tensor, Tensor> layout_clone(const Tensor& t) {
   return {make_alias(flat, t.shape(), t.strides(), 0), flat};
 }
 
-// Moves dim `d` to the front (and back).
-std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
-  std::vector<int64_t> perm{d};
-  for (int64_t i = 0; i < ndim; ++i) {
-    if (i != d) perm.push_back(i);
-  }
-  return perm;
+// The dims of t from the largest stride to the smallest: t.permute(order)
+// is contiguous when t is a dense tensor in any memory order.
+std::vector<int64_t> memory_order(const Tensor& t) {
+  std::vector<int64_t> order(static_cast<size_t>(t.dim()));
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return t.strides()[static_cast<size_t>(a)] > t.strides()[static_cast<size_t>(b)];
+  });
+  return order;
 }
 std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
   std::vector<int64_t> inverse(perm.size());
@@ -81,68 +84,40 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
   return inverse;
 }
 
-// Concatenates the shards of `t` held along one group, split along `d`.
-Tensor gather_along(distributed::Group& group, const Tensor& t, int64_t d) {
-  std::vector<int64_t> perm = front_perm(d, t.dim());
-  std::vector<Tensor> parts = group.all_gather_uneven(t.permute(perm).contiguous());
-  return cat(parts, 0).permute(inverse_perm(perm)).contiguous();
+// The pieces split_range cuts `length` into for n ranks.
+std::vector<int64_t> split_sizes(int64_t length, int64_t n) {
+  std::vector<int64_t> sizes;
+  for (int64_t q = 0; q < n; ++q) sizes.push_back(split_range(length, n, q).size);
+  return sizes;
 }
 
-// One step on this rank's group of the step's mesh axis (size n, this rank
-// at k). `level` is the extent of the tensor the axis splits; `t` is this
-// rank's data.
-Tensor run_step(distributed::Group& group, const Tensor& t, const Shape& level,
+// One step on this rank's group of the step's mesh axis (`ranks`, this
+// rank at position k). `level` is the extent of the tensor the axis splits;
+// `t` is this rank's data. Collectives run as ops (global/collective_ops.h).
+Tensor run_step(const std::vector<int>& ranks, const Tensor& t, const Shape& level,
                 const BoxingStep& step) {
   const Sbp& from = step.from[step.axis];
   const Sbp& to = step.to[step.axis];
-  const int64_t n = group.size(), k = group.rank();
+  const auto n = static_cast<int64_t>(ranks.size());
+  const int64_t k = std::find(ranks.begin(), ranks.end(), world_rank()) - ranks.begin();
   switch (step.route) {
     case BoxingRoute::copy:
       return layout_clone(t).first;
     case BoxingRoute::all_reduce: {
-      auto [out, flat] = layout_clone(t);
-      group.all_reduce(flat, reduce_op_of(from));
-      return out;
+      // In t's memory order, so a transposed gradient stays transposed.
+      const std::vector<int64_t> order = memory_order(t);
+      return all_reduce(t.permute(order), reduce_op_of(from), ranks).permute(inverse_perm(order));
     }
-    case BoxingRoute::reduce_scatter: {
-      const int64_t d = to.axis;
-      std::vector<Tensor> pieces;
-      for (int64_t q = 0; q < n; ++q) {
-        Range r = split_range(level[static_cast<size_t>(d)], n, q);
-        pieces.push_back(t.narrow(d, r.start, r.size).contiguous());
-      }
-      return group.reduce_scatter(pieces, reduce_op_of(from));
-    }
-    case BoxingRoute::all_reduce_then_slice: {
-      Tensor full = t.clone();
-      group.all_reduce(full, reduce_op_of(from));
-      Range r = split_range(level[static_cast<size_t>(to.axis)], n, k);
-      return full.narrow(to.axis, r.start, r.size).contiguous();
-    }
+    case BoxingRoute::reduce_scatter:
+    case BoxingRoute::all_reduce_then_slice:
+      // The op reduce-scatters even pieces and reduces then slices uneven ones.
+      return reduce_scatter(t, to.axis, reduce_op_of(from), ranks);
     case BoxingRoute::all_gather:
-      return gather_along(group, t, from.axis);
-    case BoxingRoute::all_to_all: {
-      // Rank q gets my rows of its new columns. Pieces travel flat
-      // (all_to_all lets only dim 0 differ) and are reshaped with the known
-      // sizes.
-      const int64_t i = from.axis, j = to.axis;
-      std::vector<int64_t> perm = front_perm(i, t.dim());
-      std::vector<Tensor> pieces;
-      for (int64_t q = 0; q < n; ++q) {
-        Range r = split_range(level[static_cast<size_t>(j)], n, q);
-        pieces.push_back(t.narrow(j, r.start, r.size).permute(perm).contiguous().reshape({-1}));
-      }
-      std::vector<Tensor> received = group.all_to_all(pieces);
-      Shape piece_shape = t.shape();
-      piece_shape[static_cast<size_t>(j)] = split_range(level[static_cast<size_t>(j)], n, k).size;
-      Shape permuted;
-      for (int64_t p : perm) permuted.push_back(piece_shape[static_cast<size_t>(p)]);
-      for (int64_t q = 0; q < n; ++q) {
-        permuted[0] = split_range(level[static_cast<size_t>(i)], n, q).size;
-        received[static_cast<size_t>(q)] = received[static_cast<size_t>(q)].reshape(permuted);
-      }
-      return cat(received, 0).permute(inverse_perm(perm)).contiguous();
-    }
+      return all_gather(t, from.axis, ranks, split_sizes(level[static_cast<size_t>(from.axis)], n));
+    case BoxingRoute::all_to_all:
+      return all_to_all(t, to.axis, from.axis, ranks,
+                        split_sizes(level[static_cast<size_t>(to.axis)], n),
+                        split_sizes(level[static_cast<size_t>(from.axis)], n));
     case BoxingRoute::local_slice: {
       const auto d = static_cast<size_t>(to.axis);
       Range r = split_range(level[d], n, k);
@@ -636,8 +611,7 @@ Tensor run_boxing(const BoxingPlan& plan, const Tensor& x) {
     }
     if (index < 0) return make_global(Tensor(), x.shape(), x.dtype(), placement, plan.to_sbp);
     Shape level = shard_region(x.shape(), placement, step.from, index, step.axis).size;
-    auto group = group_of(axis_ranks(placement, index, step.axis));
-    local = run_step(*group, local, level, step);
+    local = run_step(axis_ranks(placement, index, step.axis), local, level, step);
   }
   return make_global(local, x.shape(), x.dtype(), placement, plan.to_sbp);
 }

@@ -116,6 +116,19 @@ struct DecisionKeyHash {
 
 constexpr size_t kMaxRememberedDecisions = 4096;
 
+// An in-place op cannot move what it writes: the signature must take each
+// written input, and give its output, in the layout the input has.
+bool keeps_written_layouts(const OpDef& op, const std::vector<TensorMeta>& metas,
+                           const Candidate& c) {
+  for (size_t o = 0; o < op.writes.size(); ++o) {
+    const auto w = static_cast<size_t>(op.writes[o]);
+    if (!(c.input_sbps[w] == metas[w].sbp) || !(c.output_sbps.at(o) == metas[w].sbp)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs,
                       const CostModel& model);
 
@@ -231,7 +244,7 @@ LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, co
                            decision.outputs[o].dtype, decision.outputs[o].device});
     }
     c.compute = model.compute_seconds(op_cost(op, local_in, local_out, attrs));
-    candidates.push_back(std::move(c));
+    if (keeps_written_layouts(op, metas, c)) candidates.push_back(std::move(c));
     // Next combination, the last axis fastest.
     int axis = ndim - 1;
     for (; axis >= 0; --axis) {
@@ -265,6 +278,9 @@ LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, co
         LayoutDecision::Alternative{c.input_sbps, c.output_sbps, c.communication, c.compute};
     break;
   }
+  TESSERA_CHECK(chosen != nullptr || op.writes.empty(), "[", op.name, "] writes ",
+                layouts_str(inputs), " in place, and none of its SBP signatures keeps the ",
+                "layout of the inputs it writes; lay those out as broadcast or split alike");
   TESSERA_CHECK(chosen != nullptr, "[", op.name, "] has no SBP signature for ", layouts_str(inputs),
                 "; the all-broadcast one should always hold: its inference rejects the whole "
                 "shapes on one rank");

@@ -30,33 +30,53 @@ void check_same_op_everywhere(const Placement& placement) {
   global::group_of(placement.ranks())->barrier();
 }
 
-// Decides (choose_layout), then executes the decision: each input's
-// boxing plan, the local op on this rank's shards, the outputs wrapped.
-std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inputs,
-                                const Attrs& attrs) {
-  std::vector<TensorMeta> metas;
-  metas.reserve(inputs.size());
-  bool meta = false;
-  for (const Tensor& input : inputs) {
-    metas.push_back(input.meta());
-    meta = meta || input.is_meta();
-  }
-  std::optional<distributed::SpmdScope> spmd_scope;
-  const global::LayoutDecision decision = global::choose_layout(op, metas, attrs);
-  const Placement& placement = decision.placement;
-  if (distributed::spmd_check_enabled() && !meta) {
-    spmd_scope.emplace(str_cat(op.name, "(", global::layouts_str(metas), ")"));
-    check_same_op_everywhere(placement);
-  }
-  if (meta) {
-    std::vector<Tensor> outputs;
-    for (const TensorMeta& out : decision.outputs) {
-      outputs.push_back(make_global_meta(out.shape, out.dtype, placement, out.sbp));
-    }
-    return outputs;
-  }
+int index_in(const Placement& placement) {
+  return placement.index_of(global::world_rank());
+}
 
-  const int index = placement.index_of(global::world_rank());
+// An in-place op on global tensors: a local input other than a number is
+// the logical value (every rank passes the same one), of which each rank
+// takes its region, as a broadcast layout would give it.
+std::vector<Tensor> in_place_inputs(const OpDef& op, const std::vector<Tensor>& given) {
+  std::vector<Tensor> inputs = given;
+  Placement placement;
+  for (int w : op.writes) {
+    const Tensor& written = given.at(static_cast<size_t>(w));
+    TESSERA_CHECK(written.is_global(), "[", op.name, "] writes input ", w, " in place, a local ",
+                  shape_str(written.shape()), " tensor, while other inputs are global; make it ",
+                  "global first");
+    placement = written.placement();
+  }
+  const Tensor& first_written = given.at(static_cast<size_t>(op.writes[0]));
+  for (Tensor& input : inputs) {
+    if (input.is_global()) {
+      // A source on another placement (another mesh, a pipeline stage)
+      // comes over first, in the destination's layout when it has its shape.
+      if (!(input.placement() == placement)) {
+        input =
+            input.shape() == first_written.shape()
+                ? input.to_global(placement, first_written.nd_sbp())
+                : input.to_global(placement, global::uniform(Sbp::broadcast(), placement.ndim()));
+      }
+      continue;
+    }
+    if (input.numel() == 1) continue;
+    const NdSbp broadcast = global::uniform(Sbp::broadcast(), placement.ndim());
+    input = input.is_meta()
+                ? make_global_meta(input.shape(), input.dtype(), placement, broadcast)
+                : make_global(input.detach(), input.shape(), input.dtype(), placement, broadcast);
+  }
+  return inputs;
+}
+
+// Executes a decision on this rank: each input's boxing plan, then the
+// local op on the shards. Returns the local outputs (none outside the
+// placement).
+std::vector<Tensor> run_on_shards(const OpDef& op, const std::vector<Tensor>& inputs,
+                                  const std::vector<TensorMeta>& metas, const Attrs& attrs,
+                                  const global::LayoutDecision& decision) {
+  const Placement& placement = decision.placement;
+  const int index = index_in(placement);
   std::vector<Tensor> locals;
   std::vector<TensorMeta> local_metas;
   ShardOffsets offsets;
@@ -73,14 +93,53 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& inpu
     offsets.push_back(
         global::shard_region(metas[i].shape, placement, decision.input_sbps[i], index).start);
   }
+  if (index < 0) return {};
+  Attrs local_attrs =
+      op.localize ? op.localize(attrs, local_metas, decision.inputs, offsets) : attrs;
+  return call(op, locals, local_attrs);
+}
 
-  std::vector<Tensor> outputs;
-  std::vector<Tensor> local_outputs;
-  if (index >= 0) {
-    Attrs local_attrs =
-        op.localize ? op.localize(attrs, local_metas, decision.inputs, offsets) : attrs;
-    local_outputs = call(op, locals, local_attrs);
+// Decides (choose_layout), then executes the decision: each input's
+// boxing plan, the local op on this rank's shards, the outputs wrapped.
+std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& given,
+                                const Attrs& attrs) {
+  TESSERA_CHECK(op.kind != OpKind::collective, "[", op.name, "] is a collective on local ",
+                "tensors (each rank passes its own); a global tensor moves with ",
+                "to_global(placement, sbp), or pass x.to_local()");
+  const std::vector<Tensor> inputs = op.writes.empty() ? given : in_place_inputs(op, given);
+  std::vector<TensorMeta> metas;
+  metas.reserve(inputs.size());
+  bool meta = false;
+  for (const Tensor& input : inputs) {
+    metas.push_back(input.meta());
+    meta = meta || input.is_meta();
   }
+  std::optional<distributed::SpmdScope> spmd_scope;
+  const global::LayoutDecision decision = global::choose_layout(op, metas, attrs);
+  const Placement& placement = decision.placement;
+  if (distributed::spmd_check_enabled() && !meta) {
+    spmd_scope.emplace(str_cat(op.name, "(", global::layouts_str(metas), ")"));
+    check_same_op_everywhere(placement);
+  }
+  if (!op.writes.empty()) {
+    // The written inputs kept their layout (choose_layout pins it): their
+    // shards were written where they are.
+    if (!meta) run_on_shards(op, inputs, metas, attrs, decision);
+    std::vector<Tensor> outputs;
+    for (int w : op.writes) outputs.push_back(inputs[static_cast<size_t>(w)]);
+    return outputs;
+  }
+  if (meta) {
+    std::vector<Tensor> outputs;
+    for (const TensorMeta& out : decision.outputs) {
+      outputs.push_back(make_global_meta(out.shape, out.dtype, placement, out.sbp));
+    }
+    return outputs;
+  }
+
+  const int index = index_in(placement);
+  std::vector<Tensor> local_outputs = run_on_shards(op, inputs, metas, attrs, decision);
+  std::vector<Tensor> outputs;
   for (size_t o = 0; o < decision.outputs.size(); ++o) {
     const TensorMeta& out = decision.outputs[o];
     Tensor local;
@@ -105,44 +164,9 @@ class GlobalHandler final : public Handler {
   }
 };
 
-void copy_into_global(const Tensor& dst, const Tensor& src) {
-  NoGradGuard no_grad;
-  const int index = dst.placement().index_of(global::world_rank());
-  Tensor local = dst.local_shard();
-  if (src.is_global()) {
-    TESSERA_CHECK(src.shape() == dst.shape(), "[copy_] source of shape ", shape_str(src.shape()),
-                  " differs from the global destination's ", shape_str(dst.shape()));
-    Tensor boxed = src.to(dst.dtype());
-    if (!(boxed.placement() == dst.placement() && boxed.nd_sbp() == dst.nd_sbp())) {
-      boxed = global::box(boxed, dst.placement(), dst.nd_sbp());
-    }
-    if (index >= 0) local.copy_(boxed.local_shard());
-    return;
-  }
-  if (index < 0) return;
-  // A local source is the logical value: each rank keeps its region of it.
-  Shape target = broadcast_shapes(src.shape(), dst.shape(), "copy_");
-  TESSERA_CHECK(target == dst.shape(), "[copy_] source of shape ", shape_str(src.shape()),
-                " does not broadcast to the destination's shape ", shape_str(dst.shape()));
-  std::vector<int64_t> coord = dst.placement().coordinate(index);
-  for (int a = 0; a < dst.nd_sbp().ndim(); ++a) {
-    if (dst.nd_sbp()[a].kind == SbpKind::partial_sum && coord[static_cast<size_t>(a)] != 0) {
-      local.zero_();
-      return;
-    }
-  }
-  global::Region region = global::shard_region(dst.shape(), dst.placement(), dst.nd_sbp(), index);
-  Tensor view = src.expand(dst.shape());
-  for (size_t d = 0; d < region.size.size(); ++d) {
-    view = view.narrow(static_cast<int64_t>(d), region.start[d], region.size[d]);
-  }
-  local.copy_(view);
-}
-
 GlobalHandler global_handler;
 const bool installed = [] {
   set_handler(DispatchKey::global, &global_handler);
-  set_global_copy(&copy_into_global);
   return true;
 }();
 

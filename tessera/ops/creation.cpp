@@ -103,6 +103,13 @@ Tensor scalar_tensor(Scalar value, DType dtype) {
   return call1(full_op, {}, fill_attrs({}, value, dtype));
 }
 
+Tensor scalar_tensor(Scalar value, DType dtype, const Tensor& like) {
+  Tensor number = scalar_tensor(value, dtype);
+  const bool on_cuda =
+      like.defined() && !like.is_global() && like.device().type == DeviceType::cuda;
+  return on_cuda ? number.to(like.device()) : number;
+}
+
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 Tensor zeros_for(const TensorMeta& meta, std::optional<DType> dtype) {

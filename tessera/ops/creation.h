@@ -18,6 +18,11 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::
 // integer wraps into a narrower integer dtype, as PyTorch does for the scalar
 // operand of x + 2 (full, by contrast, rejects a value that does not fit).
 Tensor scalar_tensor(Scalar value, DType dtype);
+// The same 0-d tensor for use beside tensor `like` (x + 2): on like's
+// device when that is a CUDA device, so one op sees one device. Beside meta
+// and global tensors it stays a CPU number: it keeps its value for a tracer
+// and joins a global op as broadcast on every rank.
+Tensor scalar_tensor(Scalar value, DType dtype, const Tensor& like);
 // Zeros of meta's shape (and dtype unless given), global with meta's layout
 // when meta is global: what gradient functions start from.
 Tensor zeros_for(const TensorMeta& meta, std::optional<DType> dtype = std::nullopt);

@@ -1,5 +1,7 @@
 #include "tessera/ops/dispatch.h"
 
+#include <algorithm>
+
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/elementwise.h"
 
@@ -21,7 +23,8 @@ std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
 // It is a decomposition (cast, op, cast), made before any handler runs, so
 // the tape and a tracer see the f32 op and the casts.
 bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  if (inputs.empty() || op.view) return false;
+  // An in-place op must write its own inputs, not widened copies of them.
+  if (inputs.empty() || op.view || !op.writes.empty()) return false;
   bool any_narrow = false;
   for (const Tensor& t : inputs)
     any_narrow = any_narrow || t.dtype() == DType::bf16 || t.dtype() == DType::f16;
@@ -52,6 +55,44 @@ std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inp
   return outputs;
 }
 
+// An in-place op's outputs: the inputs it writes, after checking that its
+// inference gives them their own metas.
+std::vector<Tensor> written_inputs(const OpDef& op, const std::vector<Tensor>& inputs,
+                                   const std::vector<TensorMeta>& output_metas) {
+  std::vector<Tensor> outputs;
+  outputs.reserve(op.writes.size());
+  for (size_t o = 0; o < op.writes.size(); ++o) {
+    const Tensor& written = inputs.at(static_cast<size_t>(op.writes[o]));
+    TESSERA_CHECK(
+        output_metas.at(o).shape == written.shape() && output_metas[o].dtype == written.dtype(),
+        "[", op.name, "] writes input ", op.writes[o], " in place, but its result would ", "be ",
+        shape_str(output_metas[o].shape), " ", dtype_name(output_metas[o].dtype),
+        " where the input is ", shape_str(written.shape()), " ", dtype_name(written.dtype()));
+    outputs.push_back(written);
+  }
+  return outputs;
+}
+
+// A written input must be the caller's own memory, not a contiguous copy.
+void check_written_contiguous(const OpDef& op, const std::vector<Tensor>& inputs) {
+  for (int w : op.writes) {
+    const Tensor& written = inputs.at(static_cast<size_t>(w));
+    TESSERA_CHECK(written.is_contiguous(), "[", op.name, "] writes input ", w,
+                  " in place and needs it contiguous, but it has shape ",
+                  shape_str(written.shape()), " and strides ", shape_str(written.strides()));
+  }
+}
+
+// The inputs as a kernel that asked for contiguous ones gets them.
+std::vector<Tensor> contiguous_all(const std::vector<Tensor>& inputs, const OpDef& op) {
+  check_written_contiguous(op, inputs);
+  std::vector<Tensor> dense = inputs;
+  for (Tensor& input : dense) {
+    if (!input.is_contiguous()) input = input.contiguous();
+  }
+  return dense;
+}
+
 // Outputs without storage: every inference rule runs, no kernel. A view's
 // output is an alias (no storage either), so its strides are the real ones.
 class MetaHandler final : public Handler {
@@ -61,6 +102,8 @@ class MetaHandler final : public Handler {
                           const Attrs& attrs) override {
     std::vector<TensorMeta> output_metas = op.infer(metas_of(inputs), attrs);
     if (op.view) return {op.view(inputs, attrs)};
+    if (op.contiguous_inputs) check_written_contiguous(op, inputs);
+    if (!op.writes.empty()) return written_inputs(op, inputs, output_metas);
     std::vector<Tensor> outputs;
     outputs.reserve(output_metas.size());
     for (const TensorMeta& meta : output_metas) {
@@ -84,14 +127,24 @@ class LocalHandler final : public Handler {
                              : output_metas.at(0).dtype;
     // Before allocating, so a missing kernel costs no device memory.
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
+    GradModeGuard no_grad(false);  // helpers a kernel calls are not on the tape
     std::vector<Tensor> outputs;
-    outputs.reserve(output_metas.size());
-    for (const TensorMeta& meta : output_metas) {
-      outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
+    if (!op.writes.empty()) {
+      outputs = written_inputs(op, inputs, output_metas);
+    } else {
+      outputs.reserve(output_metas.size());
+      for (const TensorMeta& meta : output_metas) {
+        outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
+      }
     }
-    KernelContext context{op, inputs, outputs, attrs};
-    GradModeGuard no_grad(false);  // helpers a kernel calls (contiguous()) are not on the tape
-    kernel(context);
+    if (op.contiguous_inputs) {
+      const std::vector<Tensor> dense = contiguous_all(inputs, op);
+      KernelContext context{op, dense, outputs, attrs};
+      kernel(context);
+    } else {
+      KernelContext context{op, inputs, outputs, attrs};
+      kernel(context);
+    }
     return outputs;
   }
 };
@@ -139,8 +192,32 @@ bool same_device(const Tensor& a, const Tensor& b) {
   return (a.is_meta() && number(b)) || (b.is_meta() && number(a));
 }
 
+// What grad mode allows of an in-place op, as in PyTorch: with grad mode on,
+// a leaf that requires grad (or a view of one) cannot be written, and an op
+// whose write autograd would have to track records itself (Tensor::copy_),
+// so a plain call may not write anything that requires grad.
+void check_writable(const OpDef& op, const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return;
+  for (int w : op.writes) {
+    TESSERA_CHECK(w >= 0 && static_cast<size_t>(w) < inputs.size(), "[", op.name, "] writes input ",
+                  w, " but was given ", inputs.size(), " inputs");
+    const TensorImpl& t = inputs[static_cast<size_t>(w)].impl();
+    const TensorImpl* base = t.view_base.get();
+    const bool tracked = t.requires_grad || (base && base->requires_grad);
+    TESSERA_CHECK(!tracked, "[", op.name, "] writes input ", w, " (", shape_str(t.shape),
+                  ") in place, and it ", t.requires_grad && !t.grad_fn ? "is a leaf that " : "",
+                  "requires grad while grad mode is on; run it under NoGradGuard (as optimizers ",
+                  "do)");
+  }
+  if (!op.differentiable) return;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TESSERA_CHECK(!inputs[i].requires_grad(), "[", op.name, "] writes in place and input ", i,
+                  " requires grad; this op is recorded by autograd only through its Tensor ",
+                  "method (e.g. x.copy_(src)), or run it under NoGradGuard");
+  }
+}
+
 TapeRecorder tape_recorder = nullptr;
-GlobalCopy global_copier = nullptr;
 
 }  // namespace
 
@@ -204,6 +281,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
                   device_str(input.device()));
   }
 
+  if (!op.writes.empty()) check_writable(op, inputs);
   if (key == DispatchKey::local && computes_widened(op, inputs, attrs)) {
     return call_widened(op, inputs, attrs);
   }
@@ -224,6 +302,14 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     const TensorImpl& base = inputs[0].impl();
     outputs[0].impl().view_base = base.view_base ? base.view_base : inputs[0].impl_ptr();
   }
+  if (!op.writes.empty()) {
+    // Autograd must see that the written tensors changed (Tensor::version).
+    // A global tensor's version is its shard's, which the local call bumped.
+    if (key != DispatchKey::global) {
+      for (const Tensor& written : outputs) written.bump_version();
+    }
+    return outputs;  // an in-place op that autograd tracks records itself
+  }
   if (any_requires_grad && op.differentiable && grad_enabled()) {
     record_on_tape(op, inputs, attrs, outputs);
   }
@@ -243,16 +329,6 @@ void record_on_tape(const OpDef& op, const std::vector<Tensor>& inputs, const At
   TESSERA_CHECK(tape_recorder != nullptr, "[", op.name,
                 "] needs a gradient, but the autograd layer is not linked");
   tape_recorder(op, inputs, attrs, outputs);
-}
-
-void set_global_copy(GlobalCopy copy) {
-  global_copier = copy;
-}
-
-void global_copy(const Tensor& dst, const Tensor& src) {
-  TESSERA_CHECK(global_copier != nullptr,
-                "[copy_] got a global destination, but the global layer is not linked");
-  global_copier(dst, src);
 }
 
 }  // namespace tessera

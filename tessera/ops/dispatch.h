@@ -78,9 +78,4 @@ void set_tape_recorder(TapeRecorder recorder);
 void record_on_tape(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                     std::vector<Tensor>& outputs);
 
-// dst.copy_(src) for a global destination (installed by tessera/global).
-using GlobalCopy = void (*)(const Tensor& dst, const Tensor& src);
-void set_global_copy(GlobalCopy copy);
-void global_copy(const Tensor& dst, const Tensor& src);
-
 }  // namespace tessera

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 
-#include "tessera/core/device_memory.h"
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/dispatch.h"
@@ -436,7 +435,7 @@ Tensor binary(const OpDef& op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor scalar_like(const Tensor& a, Scalar value) {
-  return scalar_tensor(value, value.result_dtype(a.dtype()));
+  return scalar_tensor(value, value.result_dtype(a.dtype()), a);
 }
 
 int category(DType dtype) { return is_floating(dtype) ? 2 : (is_integral(dtype) ? 1 : 0); }
@@ -489,7 +488,7 @@ void check_alpha(DType common, Scalar alpha, const char* op) {
 Tensor scaled(const Tensor& b, DType common, Scalar alpha) {
   Tensor operand = b.to(common);
   if (alpha.to_double() == 1.0 && !alpha.is_bool()) return operand;
-  return mul(operand, scalar_tensor(alpha, common));
+  return mul(operand, scalar_tensor(alpha, common, b));
 }
 
 }  // namespace
@@ -727,7 +726,7 @@ Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   TESSERA_CHECK(x.defined() && mask.defined(), "[masked_fill] got an undefined tensor");
-  return masked_fill(x, mask, scalar_tensor(value, x.dtype()));
+  return masked_fill(x, mask, scalar_tensor(value, x.dtype(), x));
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
@@ -839,15 +838,38 @@ Tensor Tensor::clone() const { return copy(*this); }
 
 namespace {
 
-// dst.copy_(src) as autograd records it: the value dst had gets no gradient,
-// src gets dst's (summed over the dims it was broadcast along).
+// dst.copy_(src): writes src (cast to dst's dtype, broadcast to its shape)
+// into dst, which is the output. As autograd records it, the value dst had
+// gets no gradient; src gets dst's (summed over the dims it was broadcast
+// along).
+// Function-local statics: Tensor::copy_ may run during another file's
+// static initialisation.
 const OpDef& copy_into_op() {
-  static const OpDef def = [] {
+  static const OpDef& def = register_op([] {
     OpDef d;
     d.name = "copy_";
     d.kind = OpKind::elementwise;
+    d.writes = {0};
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-      return std::vector<TensorMeta>{in.at(0)};
+      const Shape target = broadcast_shapes(in.at(1).shape, in.at(0).shape, "copy_");
+      TESSERA_CHECK(target == in[0].shape, "[copy_] source of shape ", shape_str(in[1].shape),
+                    " does not broadcast to the destination's shape ", shape_str(in[0].shape));
+      return std::vector<TensorMeta>{in[0]};
+    };
+    d.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      std::vector<SbpSignature> signatures = broadcast_split_signatures(in, in.at(0).shape);
+      // dst_r = src_r on every rank: partial values stay partial, as long as
+      // the cast to dst's dtype commutes with the reduction (it does not for
+      // a float sum into integers, nor for max into bool).
+      const DType dst = in[0].dtype, src = in.at(1).dtype;
+      if (dst == src || is_floating(dst)) {
+        signatures.push_back(uniform_signature(2, 1, Sbp::partial_sum()));
+      }
+      if (dst == src || dst != DType::boolean) {
+        signatures.push_back(uniform_signature(2, 1, Sbp::partial_max()));
+        signatures.push_back(uniform_signature(2, 1, Sbp::partial_min()));
+      }
+      return signatures;
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -858,10 +880,37 @@ const OpDef& copy_into_op() {
       }
       return grads;
     };
+    d.torch_name = "torch.Tensor.copy_";
+    d.signature = "x.copy_(src)";
     return d;
-  }();
+  }());
   return def;
 }
+
+// dst.fill_(value): every element of dst set to the value (attrs "value",
+// or "int_value" for an exact integer).
+const OpDef& fill_op() {
+  static const OpDef& def = register_op([] {
+    OpDef d;
+    d.name = "fill_";
+    d.kind = OpKind::elementwise;
+    d.writes = {0};
+    d.differentiable = false;  // a tracked fill_ is recorded as a copy_ of the value
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      return std::vector<TensorMeta>{in.at(0)};
+    };
+    d.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      return broadcast_split_signatures(in, in.at(0).shape);
+    };
+    d.torch_name = "torch.Tensor.fill_";
+    d.signature = "x.fill_(value)";
+    return d;
+  }());
+  return def;
+}
+
+// Registered at load time too, so the op reference lists them.
+const bool in_place_ops_registered = (copy_into_op(), fill_op(), true);
 
 // What grad mode allows of an in-place write of `src` into `dst`, as in
 // PyTorch. Returns true when autograd must record the write.
@@ -889,18 +938,6 @@ bool check_in_place(const Tensor& dst, const Tensor& src, const char* op) {
                 "recorded by autograd yet, and the destination or the source requires grad; ",
                 "write under NoGradGuard or build the tensor with to_global");
   return is_floating(dst.dtype());
-}
-
-// Both contiguous: writing `source` over `dst` must not read what it has
-// already overwritten.
-void check_no_partial_overlap(const Tensor& dst, const Tensor& source) {
-  if (!source.shares_storage(dst) || source.offset() == dst.offset()) return;
-  const int64_t dst_end = dst.offset() + dst.numel();
-  const int64_t source_end = source.offset() + source.numel();
-  TESSERA_CHECK(source.offset() >= dst_end || dst.offset() >= source_end,
-                "[copy_] the source and the destination overlap in memory (elements [",
-                source.offset(), ", ", source_end, ") and [", dst.offset(), ", ", dst_end,
-                ") of one storage); clone() the source first");
 }
 
 // The geometry of a view inside its (contiguous) base, as attributes.
@@ -976,116 +1013,25 @@ const OpDef& view_of_written_base_op() {
   return def;
 }
 
-// Writes the contiguous `dense` (dst's shape and dtype) into the strided dst,
-// element by element in row-major order.
-template <typename Word>
-void write_strided(const Tensor& dst, const Tensor& dense) {
-  const Word* from = static_cast<const Word*>(dense.raw_data());
-  Word* to = static_cast<Word*>(dst.raw_data());
-  const Shape& shape = dst.shape();
-  const Strides& strides = dst.strides();
-  const int64_t rank = dst.dim();
-  const int64_t count = dst.numel();
-  if (rank == 0) {
-    if (count == 1) *to = *from;
-    return;
-  }
-  const int64_t inner = shape[rank - 1];
-  const int64_t inner_stride = strides[rank - 1];
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-  int64_t position = 0;
-  for (int64_t done = 0; done < count; done += inner) {
-    Word* row = to + position;
-    for (int64_t i = 0; i < inner; ++i) row[i * inner_stride] = from[done + i];
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      if (++index[d] < shape[d]) {
-        position += strides[d];
-        break;
-      }
-      position -= (shape[d] - 1) * strides[d];
-      index[d] = 0;
-    }
-  }
-}
-
-void write_strided(const Tensor& dst, const Tensor& dense) {
-  if (dst.numel() == 0) return;
-  switch (dtype_size(dst.dtype())) {
-    case 1: return write_strided<uint8_t>(dst, dense);
-    case 2: return write_strided<uint16_t>(dst, dense);
-    case 4: return write_strided<uint32_t>(dst, dense);
-    case 8: return write_strided<uint64_t>(dst, dense);
-    default: TESSERA_CHECK(false, "[copy_] no strided copy for ", dtype_name(dst.dtype()));
-  }
-}
-
-// As PyTorch: a destination whose elements share memory (an expanded view)
-// cannot be written.
-void check_no_internal_overlap(const Tensor& dst) {
-  for (int64_t d = 0; d < dst.dim(); ++d) {
-    TESSERA_CHECK(dst.shape()[d] <= 1 || dst.strides()[d] != 0,
-                  "[copy_] more than one element of the destination (shape ",
-                  shape_str(dst.shape()), ", strides ", shape_str(dst.strides()),
-                  ") refers to a single memory location; clone() it before writing in place");
-  }
-}
-
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
   TESSERA_CHECK(src.defined(), "[copy_] the source is an undefined tensor");
   const bool record = check_in_place(*this, src, "copy_");
-  if (is_meta()) {
-    // Nothing to write; the shapes must still agree.
-    Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
-    TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
-                  " does not broadcast to the destination's shape ", shape_str(shape()));
-    return *this;
-  }
-  if (is_global()) {
-    global_copy(*this, src);
-    bump_version();
-    return *this;
-  }
-  TESSERA_CHECK(!src.is_global(), "[copy_] cannot copy a global tensor (",
+  TESSERA_CHECK(!src.is_global() || is_global(), "[copy_] cannot copy a global tensor (",
                 placement_str(src.placement()), ", ", nd_sbp_str(src.nd_sbp()),
                 ") into a local one; use src.to_local() or make the destination global");
-  TESSERA_CHECK(is_contiguous() || device().type == DeviceType::cpu,
-                "[copy_] a non-contiguous destination must be on the CPU for now, got shape ",
-                shape_str(shape()), " with strides ", shape_str(strides()), " on ",
-                device_str(device()));
-  Shape target = broadcast_shapes(src.shape(), shape(), "copy_");
-  TESSERA_CHECK(target == shape(), "[copy_] source of shape ", shape_str(src.shape()),
-                " does not broadcast to the destination's shape ", shape_str(shape()));
   {
     NoGradGuard no_grad;
-    if (device().type != DeviceType::cpu || src.device().type != DeviceType::cpu) {
-      // CUDA has no kernels yet: a source that needs casting, broadcasting or
-      // laying out (or that overlaps the destination) is prepared on the CPU,
-      // then one copy writes it.
-      Tensor source = src;
-      if (source.dtype() != dtype() || source.shape() != shape() || !source.is_contiguous() ||
-          source.shares_storage(*this)) {
-        if (source.is_same(*this)) return *this;
-        source = source.cpu().to(dtype()).expand(shape()).contiguous();
-      }
-      device_memory::copy(raw_data(), device(), source.raw_data(), source.device(),
-                          static_cast<size_t>(numel()) * dtype_size(dtype()));
-    } else if (!is_contiguous()) {
-      check_no_internal_overlap(*this);
-      Tensor dense = src.to(dtype()).expand(shape()).contiguous();
-      if (dense.shares_storage(*this)) dense = copy(dense);
-      write_strided(*this, dense);
-    } else {
-      Tensor dense = src.to(dtype()).expand(shape()).contiguous();
-      check_no_partial_overlap(*this, dense);
-      if (dense.raw_data() != raw_data() && numel() > 0) {
-        std::memcpy(raw_data(), dense.raw_data(),
-                    static_cast<size_t>(numel()) * dtype_size(dtype()));
-      }
+    Tensor source = src;
+    if (is_meta() && !src.is_meta()) {
+      source = src.to_meta();  // nothing to write; the shapes must still agree
+    } else if (!is_global() && src.device() != device()) {
+      // The op runs on one device: the source comes over first.
+      source = src.to(device());
     }
+    call(copy_into_op(), {*this, source});
   }
-  bump_version();
   if (record && is_view()) {
     Tensor base(impl().view_base);
     const Attrs geometry = view_geometry(*this, base.impl());
@@ -1101,7 +1047,16 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
-  return copy_(Tensor::scalar(value, dtype()));
+  const TensorImpl& t = impl();
+  const bool tracked =
+      grad_enabled() && (t.requires_grad || (t.view_base && t.view_base->requires_grad));
+  // Autograd records a tracked write as a copy_; a partial global layout
+  // keeps the value on its first rank only, as copy_ lays it out.
+  if (tracked || (is_global() && nd_sbp().any_partial())) {
+    return copy_(Tensor::scalar(value, dtype()));
+  }
+  call(fill_op(), {*this}, {{"value", value}});
+  return *this;
 }
 
 }  // namespace tessera

@@ -339,7 +339,7 @@ Tensor floating_binary(const OpDef& op, const Tensor& a, const Tensor& b, bool p
 }
 
 Tensor scalar_operand(const Tensor& other, Scalar value) {
-  return scalar_tensor(value, value.result_dtype(other.dtype()));
+  return scalar_tensor(value, value.result_dtype(other.dtype()), other);
 }
 
 }  // namespace
@@ -394,7 +394,7 @@ Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
   check_defined(start, "lerp");
   check_defined(end, "lerp");
   check_same_floating(start, end, "end");
-  return add(start, mul(sub(end, start), scalar_tensor(weight, start.dtype())));
+  return add(start, mul(sub(end, start), scalar_tensor(weight, start.dtype(), start)));
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
@@ -411,7 +411,8 @@ Tensor addcmul(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
   check_defined(tensor1, "addcmul");
   check_defined(tensor2, "addcmul");
   DType common = result_type({input, tensor1, tensor2});
-  Tensor product = mul(mul(tensor1.to(common), tensor2.to(common)), scalar_tensor(value, common));
+  Tensor product =
+      mul(mul(tensor1.to(common), tensor2.to(common)), scalar_tensor(value, common, input));
   return add(input.to(common), product);
 }
 
@@ -426,7 +427,7 @@ Tensor addcdiv(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
                 "for the historic behaviour, or cast them to a floating dtype");
   DType common = result_type({input, tensor1, tensor2});
   Tensor quotient = div(tensor1.to(common), tensor2.to(common));
-  return add(input.to(common), mul(quotient, scalar_tensor(value, common)));
+  return add(input.to(common), mul(quotient, scalar_tensor(value, common, input)));
 }
 
 }  // namespace tessera

@@ -60,6 +60,8 @@ const char* op_kind_name(OpKind kind) {
       return "indexing";
     case OpKind::random:
       return "random";
+    case OpKind::collective:
+      return "collective";
   }
   return "other";
 }

@@ -44,6 +44,7 @@ enum class OpKind : uint8_t {
   normalization,  // softmax, layer/batch/group norm and their gradients
   indexing,       // gather, scatter, index, embedding, concat, pad
   random,         // draws from a generator
+  collective,     // moves data between processes (global/collective_ops.h)
 };
 const char* op_kind_name(OpKind kind);
 
@@ -80,6 +81,13 @@ struct OpDef {
   bool saves_outputs = false;
   // The op's work; when null, op_cost estimates it from the kind.
   CostFn cost;
+  // In-place ops: the inputs the op writes, one per output, in order. Each
+  // output is that input itself (no allocation); infer must give its meta.
+  // Empty for ops that return new tensors.
+  std::vector<int> writes;
+  // The dispatcher hands the kernel contiguous inputs (copying strided ones
+  // first, outside the kernel), so the kernel allocates nothing hidden.
+  bool contiguous_inputs = false;
 
   // For the op reference (docs/ops.md, generated from this registry): the
   // PyTorch function(s) the op implements, e.g. "torch.cumsum", and the

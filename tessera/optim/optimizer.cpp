@@ -110,10 +110,8 @@ Tensor Optimizer::dense_grad(const Tensor& param) const {
     if (!(grad.placement() == param.placement() && grad.nd_sbp() == param.nd_sbp())) {
       grad = grad.to_global(param.placement(), param.nd_sbp());
     }
-    Tensor local = grad.local_shard();
-    return local.defined() ? local.contiguous() : local;
   }
-  return grad.contiguous();
+  return grad;
 }
 
 StateDict Optimizer::state_dict() const {

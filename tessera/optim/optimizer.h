@@ -72,10 +72,8 @@ class Optimizer {
   ParamState& state(size_t index) { return states_[index]; }
   // Index of the first parameter of `group`.
   size_t first_index(size_t group) const;
-  // The parameter's gradient as a contiguous tensor of the parameter's dtype,
-  // or undefined when it has none.
-  // For a global parameter: this rank's shard of it (undefined on ranks
-  // outside its placement); pair it with param.local_shard().
+  // The parameter's gradient in the parameter's dtype (for a global
+  // parameter, in its layout too), or undefined when it has none.
   Tensor dense_grad(const Tensor& param) const;
   void check_group(size_t group) const;
 

@@ -102,6 +102,12 @@ TEST_P(GlobalJobTest, GradientsFlowThroughGlobalOps) {
   EXPECT_EQ(job.status, 0) << job.output;
 }
 
+TEST_P(GlobalJobTest, CollectiveOpsGiveTheirValuesAndPassGradientChecksAcrossProcesses) {
+  Job job = run_workers(GetParam(), "collective_grads");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "collective_grads:");
+}
+
 TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   // MLP and GPT under data, tensor (and on 4 ranks 2-D) parallelism: the
   // loss of every one of 20 steps within 1e-4 (relative) of one process.

@@ -16,9 +16,16 @@
 //   item_alone  rank 0 alone calls item() on a global loss (TESSERA_DEBUG_SPMD=1)
 //   train     data-, tensor- and 2-D-parallel training of an MLP and a small
 //             GPT tracks single-process training step by step
+//   collective_grads
+//             the collective ops (global/collective_ops.h): values against
+//             references from every rank's inputs, and gradients against
+//             finite differences of the loss summed over all ranks
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +33,7 @@
 
 #include "../../examples/models/gpt.h"
 #include "tessera/global/boxing.h"
+#include "tessera/global/collective_ops.h"
 #include "tessera/global/process_groups.h"
 #include "testing.h"
 
@@ -196,14 +204,22 @@ void run_ops(int n) {
     const OpDef& op = find_op(sbp_case.op);
     std::vector<Tensor> inputs = sbp_case.inputs();
     if (inputs.empty()) continue;  // factories: see check_factories
+    if (op.kind == OpKind::collective) continue;  // local tensors only: collective_grads
     std::vector<TensorMeta> metas;
     for (const Tensor& input : inputs) metas.push_back(input.meta());
     NoGradGuard no_grad;
-    std::vector<Tensor> expected = call(op, inputs, sbp_case.attrs);
+    // An in-place op writes its inputs: the reference writes copies.
+    std::vector<Tensor> reference_inputs;
+    for (const Tensor& input : inputs) {
+      reference_inputs.push_back(op.writes.empty() ? input : input.clone());
+    }
+    std::vector<Tensor> expected = call(op, reference_inputs, sbp_case.attrs);
     for (const SbpSignature& signature : sbp_signatures(op, metas, sbp_case.attrs)) {
       std::vector<Tensor> global_inputs;
       for (size_t i = 0; i < inputs.size(); ++i) {
-        global_inputs.push_back(make_source(inputs[i], all, signature.inputs[i]));
+        // An in-place op writes its (global) inputs: each signature gets copies.
+        const Tensor source = op.writes.empty() ? inputs[i] : inputs[i].clone();
+        global_inputs.push_back(make_source(source, all, signature.inputs[i]));
       }
       const std::string where = "[" + sbp_case.op + "] " + signature_str(signature);
       std::vector<Tensor> outputs = call(op, global_inputs, sbp_case.attrs);
@@ -648,6 +664,161 @@ void run_checkpoint(int n, const std::string& mode, const std::string& dir) {
   CHECK_WORKER(message.find("missing keys") != std::string::npos, message);
 }
 
+// ---- collective_grads --------------------------------------------------
+
+// Rank q's input of one case: the same numbers on every rank that computes it.
+Tensor case_input(const Shape& shape, int q, uint64_t salt) {
+  Generator gen(1000 * salt + static_cast<uint64_t>(q));
+  return randn(shape, DType::f64, &gen);
+}
+
+struct CollectiveCase {
+  std::string name;
+  std::vector<int> ranks;                   // who takes part (empty: everyone)
+  std::function<Shape(int)> input_shape;    // per rank
+  std::function<Tensor(const Tensor&)> op;  // this rank's call
+  // This rank's expected output from every member's input (by position).
+  std::function<Tensor(const std::vector<Tensor>&, int)> reference;
+};
+
+// Sum over ranks of sum(weights_r * op(x_r)): every rank's own loss, added.
+double total_loss(const std::vector<double>& own) {
+  Tensor value = Tensor::from_vector(own, {1});
+  distributed::default_group()->all_reduce(value);
+  return value.to_vector<double>()[0];
+}
+
+void check_collective(const CollectiveCase& c, int n, uint64_t salt) {
+  std::vector<int> ranks = c.ranks;
+  if (ranks.empty()) {
+    for (int r = 0; r < n; ++r) ranks.push_back(r);
+  }
+  const auto member = std::find(ranks.begin(), ranks.end(), g_rank);
+  const bool in = member != ranks.end();
+  const int k = in ? static_cast<int>(member - ranks.begin()) : -1;
+  std::vector<Tensor> inputs;  // by position
+  for (int r : ranks) inputs.push_back(case_input(c.input_shape(r), r, salt));
+
+  Tensor x, weights;
+  if (in) {
+    x = inputs[static_cast<size_t>(k)].clone().set_requires_grad();
+    Tensor y = c.op(x);
+    check_close(y, c.reference(inputs, k), 1e-12, c.name + " output");
+    Generator gen(7000 + salt + static_cast<uint64_t>(g_rank));
+    weights = randn(y.shape(), DType::f64, &gen);
+    sum(mul(y, weights)).backward();
+    CHECK_WORKER(x.grad().defined(), c.name, ": no gradient reached the input");
+  }
+  // Finite differences, one element of one rank's input at a time: every
+  // rank runs the op, and the losses of all ranks are added.
+  auto loss_with = [&](int rank, int64_t element, double delta) {
+    double own = 0;
+    if (in) {
+      NoGradGuard no_grad;
+      Tensor probe = inputs[static_cast<size_t>(k)].clone();
+      if (rank == g_rank) {
+        Tensor flat = probe.reshape({-1});
+        flat.narrow(0, element, 1).add_(delta);
+      }
+      own = sum(mul(c.op(probe), weights)).item<double>();
+    }
+    return total_loss({own});
+  };
+  const double h = 1e-3;
+  for (size_t position = 0; position < ranks.size(); ++position) {
+    const int rank = ranks[position];
+    const int64_t count = numel(c.input_shape(rank));
+    for (int64_t e = 0; e < count; ++e) {
+      const double numeric = (loss_with(rank, e, h) - loss_with(rank, e, -h)) / (2 * h);
+      if (rank != g_rank) continue;
+      const double analytic = x.grad().reshape({-1}).to_vector<double>()[static_cast<size_t>(e)];
+      CHECK_WORKER(std::abs(numeric - analytic) <= 1e-6 * (1 + std::abs(numeric)), c.name,
+                   ": d loss / d x[", e, "] on rank ", rank, " is ", analytic, " by backward and ",
+                   numeric, " by finite differences");
+    }
+  }
+}
+
+void run_collective_grads(int n) {
+  using global::split_range;
+  auto sum_all = [](const std::vector<Tensor>& xs) {
+    Tensor total = zeros_like(xs[0]);
+    for (const Tensor& x : xs) total = add(total, x);
+    return total;
+  };
+  const auto n64 = static_cast<int64_t>(n);
+  std::vector<int64_t> gather_sizes;  // rank r has r + 1 columns
+  for (int r = 0; r < n; ++r) gather_sizes.push_back(r + 1);
+  std::vector<CollectiveCase> cases;
+  cases.push_back({"all_reduce",
+                   {},
+                   [](int) {
+                     return Shape{3, 2};
+                   },
+                   [](const Tensor& x) { return global::all_reduce(x); },
+                   [&](const std::vector<Tensor>& xs, int) { return sum_all(xs); }});
+  cases.push_back({"all_reduce on ranks {1, 0}",
+                   {1, 0},
+                   [](int) { return Shape{4}; },
+                   [](const Tensor& x) {
+                     return global::all_reduce(x, distributed::ReduceOp::sum, {1, 0});
+                   },
+                   [&](const std::vector<Tensor>& xs, int) { return sum_all(xs); }});
+  cases.push_back({"all_gather (uneven, dim 1)",
+                   {},
+                   [](int r) {
+                     return Shape{2, r + 1};
+                   },
+                   [&](const Tensor& x) { return global::all_gather(x, 1, {}, gather_sizes); },
+                   [](const std::vector<Tensor>& xs, int) { return cat(xs, 1); }});
+  for (int64_t rows : {2 * n64, 2 * n64 + 1}) {
+    cases.push_back({"reduce_scatter of " + std::to_string(rows) + " rows",
+                     {},
+                     [rows](int) {
+                       return Shape{rows, 2};
+                     },
+                     [](const Tensor& x) { return global::reduce_scatter(x, 0); },
+                     [&, rows](const std::vector<Tensor>& xs, int k) {
+                       const global::Range r = split_range(rows, n64, k);
+                       return sum_all(xs).narrow(0, r.start, r.size);
+                     }});
+  }
+  // Rank r has r + 1 rows and n + 1 columns; column pieces of split_range.
+  cases.push_back(
+      {"all_to_all (uneven)",
+       {},
+       [n](int r) {
+         return Shape{r + 1, n + 1};
+       },
+       [&](const Tensor& x) { return global::all_to_all(x, 1, 0, {}, {}, gather_sizes); },
+       [&](const std::vector<Tensor>& xs, int k) {
+         std::vector<Tensor> pieces;
+         const global::Range r = split_range(n64 + 1, n64, k);
+         for (const Tensor& x : xs) pieces.push_back(x.narrow(1, r.start, r.size));
+         return cat(pieces, 0);
+       }});
+  cases.push_back(
+      {"broadcast from the last rank",
+       {},
+       [](int) {
+         return Shape{2, 3};
+       },
+       [n](const Tensor& x) { return global::broadcast(x, n - 1); },
+       [n](const std::vector<Tensor>& xs, int) { return xs[static_cast<size_t>(n - 1)]; }});
+  uint64_t salt = 1;
+  for (const CollectiveCase& c : cases) check_collective(c, n, salt++);
+
+  // max has no gradient, and the message says so.
+  Tensor x = case_input({3}, g_rank, 99).set_requires_grad();
+  Tensor y = global::all_reduce(x, distributed::ReduceOp::max);
+  Tensor expected = case_input({3}, 0, 99);
+  for (int r = 1; r < n; ++r) expected = maximum(expected, case_input({3}, r, 99));
+  check_close(y, expected, 0, "all_reduce max");
+  const std::string error = tessera::testing::error_of([&] { sum(y).backward(); });
+  CHECK_WORKER(error.find("[all_reduce] with reduce=max has no gradient") != std::string::npos,
+               "got: ", error);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -682,6 +853,8 @@ int main(int argc, char** argv) {
       run_train(n);
     } else if (mode == "errors") {
       run_errors(n);
+    } else if (mode == "collective_grads") {
+      run_collective_grads(n);
     } else {
       std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
       return 2;

@@ -168,6 +168,38 @@ TEST(ChooseLayout, ElementwiseSlicesTheBroadcastOperand) {
   EXPECT_TRUE(decision.boxing[0].steps.empty());
 }
 
+TEST(ChooseLayout, InPlaceOpsKeepTheLayoutTheyWrite) {
+  // A row-split parameter updated from a broadcast gradient: the parameter
+  // and its momentum stay put, and the gradient is sliced to their rows.
+  const Attrs attrs{{"lr", 0.1},           {"momentum", 0.9},   {"dampening", 0.0},
+                    {"weight_decay", 0.0}, {"nesterov", false}, {"first_step", true}};
+  global::LayoutDecision decision =
+      global::choose_layout(find_op("sgd_momentum_step"),
+                            {global_meta({8, 6}, kFour, kS0), global_meta({8, 6}, kFour, kB),
+                             global_meta({8, 6}, kFour, kS0)},
+                            attrs);
+  EXPECT_EQ(decision.input_sbps, (std::vector<NdSbp>{kS0, kS0, kS0})) << decision.explain();
+  EXPECT_EQ(decision.output_sbps, (std::vector<NdSbp>{kS0, kS0}));
+  EXPECT_TRUE(decision.boxing[0].steps.empty());
+  EXPECT_TRUE(decision.boxing[2].steps.empty());
+  ASSERT_EQ(decision.boxing[1].steps.size(), 1u);
+  EXPECT_EQ(decision.boxing[1].steps[0].route, BoxingRoute::local_slice);
+  // Adam is not linear: a partial parameter has no signature that keeps it.
+  EXPECT_HAS(error_of([&] {
+               global::choose_layout(
+                   find_op("adam_step"),
+                   {global_meta({8, 6}, kFour, kP), global_meta({8, 6}, kFour, kP),
+                    global_meta({8, 6}, kFour, kP), global_meta({8, 6}, kFour, kP)},
+                   {});
+             }),
+             "none of its SBP signatures keeps the layout");
+  // copy_ is linear: a partial destination takes the source as a partial sum.
+  global::LayoutDecision copy = global::choose_layout(
+      find_op("copy_"), {global_meta({8, 6}, kFour, kP), global_meta({6}, kFour, kB)}, {});
+  EXPECT_EQ(copy.input_sbps, (std::vector<NdSbp>{kP, kP})) << copy.explain();
+  EXPECT_EQ(copy.output_sbps, (std::vector<NdSbp>{kP}));
+}
+
 TEST(ChooseLayout, ReducingASplitDimGivesAPartialSum) {
   global::LayoutDecision decision =
       global::choose_layout(find_op("sum"), {global_meta({8, 6}, kFour, kS0)},

@@ -1,9 +1,13 @@
 // The dispatcher: meta tensors run every op's inference, mode handlers see
 // every call, and the handlers of the layers above are installed.
 
+#include <algorithm>
 #include <set>
 
 #include "tessera/ops/dispatch.h"
+#include "tessera/optim/adam.h"
+#include "tessera/optim/clip_grad.h"
+#include "tessera/optim/sgd.h"
 #include "testing.h"
 
 namespace tessera::testing {
@@ -145,6 +149,33 @@ TEST(Dispatcher, AutogradRecordsWhateverHandlerRuns) {
   }
   y.backward();
   EXPECT_TRUE(all_close(a.grad(), exp(a.detach())));
+}
+
+// Writes and optimizer updates are ops too: a tracer sees every one.
+TEST(Dispatcher, InPlaceWritesAndOptimizerUpdatesReachTheModes) {
+  Tensor w = uniform({4}).set_requires_grad();
+  Tensor v = uniform({4}).set_requires_grad();
+  sum(mul(w, v)).backward();
+  optim::SGD sgd({w}, {.lr = 0.1, .momentum = 0.9});
+  optim::AdamW adam({v}, {.lr = 0.01});
+  Tensor x = zeros({2, 3});
+  Recorder recorder;
+  {
+    HandlerScope scope(recorder);
+    x.copy_(uniform({3}));
+    x.fill_(1.0);
+    sgd.step();
+    adam.step();
+    optim::clip_grad_norm_({w, v}, 0.01);
+  }
+  auto seen = [&](const std::string& name) {
+    return std::count(recorder.calls.begin(), recorder.calls.end(), name);
+  };
+  EXPECT_EQ(seen("fill_"), 1);
+  EXPECT_EQ(seen("sgd_momentum_step"), 1);
+  EXPECT_EQ(seen("adam_step"), 1);
+  EXPECT_GE(seen("copy_"), 3);  // copy_, and clipping scales both gradients in place
+  EXPECT_EQ(x.sum().item<float>(), 6.0f);
 }
 
 TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {

@@ -112,5 +112,71 @@ TEST(InPlace, OverwritingASavedTensorFailsAtBackward) {
   EXPECT_HAS(error_of([&] { loss.backward(); }), "is at version");
 }
 
+// copy_ and fill_ are ops: the output is the written input itself, its
+// version moves, and strided, broadcast and casting writes take one pass.
+TEST(InPlace, CopyAndFillAreOpsThatWriteTheirInput) {
+  Tensor x = zeros({2, 3});
+  const uint64_t before = x.version();
+  std::vector<Tensor> out = call(find_op("fill_"), {x}, {{"value", 2.5}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].is_same(x));
+  EXPECT_GT(x.version(), before);
+  EXPECT_TRUE(all_close(x, {2.5, 2.5, 2.5, 2.5, 2.5, 2.5}));
+  // A broadcast f64 row into a transposed (strided) destination.
+  Tensor base = zeros({3, 2});
+  base.t().copy_(Tensor::from_vector<double>({1, 2, 3}, {3}));
+  EXPECT_TRUE(all_close(base, {1, 1, 2, 2, 3, 3}));
+  // fill_ of integers is exact; of a column of a matrix, strided.
+  Tensor big = zeros({2}, DType::i64);
+  call(find_op("fill_"), {big}, {{"value", 0.0}, {"int_value", int64_t{9007199254740993}}});
+  EXPECT_EQ(big.to_vector<int64_t>(), (std::vector<int64_t>{9007199254740993, 9007199254740993}));
+  Tensor m = zeros({2, 3});
+  m.select(1, 1).fill_(7.0);
+  EXPECT_TRUE(all_close(m, {0, 7, 0, 0, 7, 0}));
+  // Interleaved views of one storage do not meet: allowed, as in PyTorch.
+  Tensor v = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {6});
+  v.slice(0, 0, 6, 2).copy_(v.slice(0, 1, 6, 2));
+  EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{1, 1, 3, 3, 5, 5}));
+  // Meta destinations check shapes and write nothing.
+  Tensor meta = Tensor::empty({2, 3}, DType::f32, Device::meta());
+  EXPECT_TRUE(meta.fill_(1.0).is_meta());
+  meta.copy_(uniform({3}));
+  EXPECT_HAS(error_of([&] { meta.copy_(uniform({4})); }), "[copy_] shapes cannot be broadcast");
+}
+
+TEST(InPlace, AnInPlaceOpMayNotWriteWhatAutogradTracks) {
+  Tensor w = uniform({3}).set_requires_grad();
+  EXPECT_HAS(error_of([&] {
+               call(find_op("fill_"), {w}, {{"value", 1.0}});
+             }),
+             "[fill_] writes input 0 ([3]) in place, and it is a leaf that requires grad");
+  Tensor h = mul(w, 2.0);
+  EXPECT_HAS(error_of([&] {
+               call(find_op("copy_"), {zeros({3}), h});
+             }),
+             "recorded by autograd only through its Tensor method");
+  // Through the Tensor method the write is recorded: src gets the gradient.
+  Tensor y = zeros({3});
+  y.copy_(h);
+  sum(y).backward();
+  EXPECT_TRUE(all_close(w.grad(), {2, 2, 2}));
+  // Under NoGradGuard, as optimizers run, writing a leaf is fine.
+  NoGradGuard no_grad;
+  call(find_op("fill_"), {w}, {{"value", 1.0}});
+  EXPECT_TRUE(all_close(w, {1, 1, 1}));
+}
+
+using V = std::vector<Tensor>;
+TESSERA_SBP_CASE("copy_", [] { return V{uniform({4, 6}, -1, 1, 1), uniform({6}, -1, 1, 2)}; });
+TESSERA_SBP_CASE("copy_", [] {
+  return V{uniform({5, 3}, -1, 1, 3), uniform({5, 3}, -1, 1, 4).to(DType::f64)};
+});
+TESSERA_SBP_CASE(
+    "fill_",
+    [] {
+      return V{uniform({5, 3}, -1, 1, 5)};
+    },
+    Attrs{{"value", 2.5}});
+
 }  // namespace
 }  // namespace tessera::testing

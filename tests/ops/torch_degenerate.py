@@ -139,6 +139,7 @@ FAMILIES = {
     "scatter": lambda x, a: x.scatter(a[0], torch.zeros_like(x, dtype=torch.long), x),
     "scatter_reduce": lambda x, a: x.scatter_reduce(a[0], torch.zeros_like(x, dtype=torch.long), x,
                                                     "mean", include_self=False),
+    "in_place": lambda x, a: torch.zeros_like(x).copy_(x + torch.zeros_like(x).fill_(2.0)),
     "embedding": lambda x, a: torch.nn.functional.embedding(torch.tensor([0, 0]), x),
     "cross_entropy": lambda x, a: torch.nn.functional.cross_entropy(
         x, torch.zeros(x.shape[:1] if x.dim() == 2 else (), dtype=torch.long)),

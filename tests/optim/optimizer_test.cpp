@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "tessera/ops/optimizer_steps.h"
 #include "testing.h"
 
 namespace tessera::testing {
@@ -241,6 +242,65 @@ TEST(LRScheduler, ClosedFormsMatchTheirDefinitions) {
   optim::SGD sgd({p}, {.lr = 1.0});
   EXPECT_HAS(error_of([&] { optim::StepLR(sgd, 0); }), "[StepLR] step_size");
   EXPECT_HAS(error_of([&] { optim::LinearWarmupCosine(sgd, 10, 5); }), "warmup_steps");
+}
+
+using V = std::vector<Tensor>;
+const Attrs kSgdAttrs{{"lr", 0.1},         {"momentum", 0.9},
+                      {"dampening", 0.1},  {"weight_decay", 0.01},
+                      {"nesterov", false}, {"first_step", false}};
+TESSERA_SBP_CASE(
+    "sgd_step",
+    [] {
+      return V{uniform({6, 4}, -1, 1, 1), uniform({6, 4}, -1, 1, 2)};
+    },
+    Attrs{{"lr", 0.1},
+          {"momentum", 0.0},
+          {"dampening", 0.0},
+          {"weight_decay", 0.01},
+          {"nesterov", false},
+          {"first_step", true}});
+TESSERA_SBP_CASE(
+    "sgd_momentum_step",
+    [] {
+      return V{uniform({6, 4}, -1, 1, 3), uniform({6, 4}, -1, 1, 4), uniform({6, 4}, -1, 1, 5)};
+    },
+    kSgdAttrs);
+TESSERA_SBP_CASE(
+    "adam_step",
+    [] {
+      return V{uniform({5, 3}, -1, 1, 6), uniform({5, 3}, -1, 1, 7), uniform({5, 3}, -1, 1, 8),
+               uniform({5, 3}, 0, 1, 9)};
+    },
+    Attrs{{"lr", 0.01},
+          {"beta1", 0.9},
+          {"beta2", 0.99},
+          {"eps", 1e-8},
+          {"weight_decay", 0.1},
+          {"decoupled", true},
+          {"step", int64_t{3}}});
+
+// The fused update ops on their own: their dtype and shape checks.
+TEST(OptimizerSteps, UpdatesCheckTheirInputs) {
+  NoGradGuard no_grad;
+  Tensor param = uniform({3});
+  EXPECT_HAS(error_of([&] { sgd_step_(param, uniform({4}), Tensor(), {}); }),
+             "[sgd_step] input 1 is [4] f64; every input must match the parameter, [3] f64");
+  EXPECT_HAS(error_of([&] { sgd_step_(param, uniform({3}), Tensor(), {.momentum = 0.9}); }),
+             "needs a momentum buffer");
+  EXPECT_HAS(error_of([&] {
+               adam_step_(uniform({3}).to(DType::bf16), uniform({3}).to(DType::bf16),
+                          uniform({3}).to(DType::bf16), uniform({3}).to(DType::bf16), {});
+             }),
+             "[adam_step] no cpu kernel for dtype bf16");
+  Tensor strided = zeros({3, 2}).t();
+  EXPECT_HAS(error_of([&] {
+               sgd_step_(strided, ones({2, 3}), Tensor(), {});
+             }),
+             "[sgd_step] writes input 0 in place and needs it contiguous");
+  // A strided gradient is made contiguous by the dispatcher.
+  Tensor p = zeros({2, 3});
+  sgd_step_(p, ones({3, 2}).t(), Tensor(), {.lr = 0.5});
+  EXPECT_TRUE(all_close(p, {-0.5, -0.5, -0.5, -0.5, -0.5, -0.5}));
 }
 
 }  // namespace
