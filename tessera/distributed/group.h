@@ -59,7 +59,7 @@ class Group {
 // What this process has handed to collectives since reset_traffic(): the
 // calls and their payload bytes (all-reduce and broadcast: the tensor;
 // all-gather: its own piece; reduce-scatter and all-to-all: all its
-// pieces). The Gloo and MPI backends count each collective as it starts,
+// pieces). The Gloo, MPI and NCCL backends count each collective as it starts,
 // so tests compare what moved with what a boxing plan priced.
 struct Traffic {
   int64_t calls = 0;

@@ -62,6 +62,7 @@ TensorMeta stats_meta(const TensorMeta& x, DType dtype) {
 const OpDef& batch_norm_stats_op = register_op([] {
   OpDef def;
   def.name = "batch_norm_stats";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{stats_meta(in[0], DType::f64)};
@@ -79,6 +80,7 @@ const OpDef& batch_norm_stats_op = register_op([] {
 const OpDef& batch_norm_update_stats_op = register_op([] {
   OpDef def;
   def.name = "batch_norm_update_stats";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[0], in[1]};
@@ -97,6 +99,7 @@ const OpDef& batch_norm_update_stats_op = register_op([] {
 const OpDef& batch_norm_backward_reduce_op = register_op([] {
   OpDef def;
   def.name = "batch_norm_backward_reduce";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{stats_meta(in[1], in[1].dtype)};
@@ -118,6 +121,7 @@ const OpDef& batch_norm_backward_reduce_op = register_op([] {
 const OpDef& batch_norm_backward_elemt_op = register_op([] {
   OpDef def;
   def.name = "batch_norm_backward_elemt";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[1]};
@@ -191,6 +195,7 @@ std::vector<Tensor> batch_norm_elemt_grad(const GradContext& c) {
 const OpDef& batch_norm_elemt_op = register_op([] {
   OpDef def;
   def.name = "batch_norm_elemt";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{in[0]};

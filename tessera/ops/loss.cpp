@@ -116,6 +116,7 @@ std::vector<Tensor> cross_entropy_backward_grad(const GradContext& c) {
 const OpDef& cross_entropy_backward_op = register_op([] {
   OpDef def;
   def.name = "cross_entropy_backward";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "internal";
   def.signature = "cross_entropy's gradient";
   def.kernel_dtype_input = 1;
@@ -158,6 +159,7 @@ std::vector<Tensor> cross_entropy_grad(const GradContext& c) {
 const OpDef& cross_entropy_op = register_op([] {
   OpDef def;
   def.name = "cross_entropy";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.nn.functional.cross_entropy, torch.nn.functional.nll_loss";
   def.signature =
       "cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing), "

@@ -92,6 +92,7 @@ std::vector<Tensor> layer_norm_backward_grad(const GradContext& c) {
 const OpDef& layer_norm_backward_op = register_op([] {
   OpDef def;
   def.name = "layer_norm_backward";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::reduction;
   def.torch_name = "internal";
   def.signature = "layer_norm's gradient";
@@ -154,6 +155,7 @@ std::vector<Tensor> layer_norm_grad(const GradContext& c) {
 const OpDef& layer_norm_op = register_op([] {
   OpDef def;
   def.name = "layer_norm";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::reduction;
   def.torch_name = "torch.nn.functional.layer_norm";
   def.signature = "layer_norm(x, normalized_shape, weight, bias, eps)";

@@ -36,6 +36,7 @@ Tensor cumsum_along(const Tensor& x, int64_t dim, bool reverse);
 const OpDef& cumsum_op = register_op([] {
   OpDef def;
   def.name = "cumsum";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.cumsum";
   def.signature = "cumsum(x, dim, dtype)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -64,6 +65,7 @@ Tensor cumsum_along(const Tensor& x, int64_t dim, bool reverse) {
 const OpDef& cumprod_backward_op = register_op([] {
   OpDef def;
   def.name = "cumprod_backward";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "internal";
   def.signature = "cumprod's gradient";
   def.kernel_dtype_input = 1;
@@ -83,6 +85,7 @@ const OpDef& cumprod_backward_op = register_op([] {
 const OpDef& cumprod_op = register_op([] {
   OpDef def;
   def.name = "cumprod";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.cumprod";
   def.signature = "cumprod(x, dim, dtype)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
@@ -120,6 +123,7 @@ std::vector<TensorMeta> infer_values_indices(const TensorMeta& x, int64_t dim, i
 const OpDef& sort_op = register_op([] {
   OpDef def;
   def.name = "sort";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.sort, torch.argsort";
   def.signature = "sort(x, dim, descending, stable), argsort(x, dim, descending, stable)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -138,6 +142,7 @@ const OpDef& sort_op = register_op([] {
 const OpDef& topk_op = register_op([] {
   OpDef def;
   def.name = "topk";
+  def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.topk";
   def.signature = "topk(x, k, dim, largest, sorted)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {

@@ -182,7 +182,7 @@ void per_channel_affine(const Layout& s, const T* u, const T* v, T* out, const s
 template <typename T>
 void stats_impl(KernelContext& ctx) {
   NoGradGuard no_grad;
-  const Tensor x = ctx.inputs[0].contiguous();
+  const Tensor& x = ctx.inputs[0];
   const Layout s = layout_of(x);
   double* sums = ctx.outputs[0].data<double>();
   double* squares = sums + s.c;
@@ -209,7 +209,7 @@ void elemt_impl(KernelContext& ctx) {
   const Attrs& attrs = ctx.attrs;
   const bool has_weight = attrs.b("has_weight"), has_bias = attrs.b("has_bias");
   NoGradGuard no_grad;
-  const Tensor x = ctx.inputs[0].contiguous();
+  const Tensor& x = ctx.inputs[0];
   const Layout s = layout_of(x);
   if (x.numel() == 0) return;
   std::vector<double> mean, invstd;
@@ -231,8 +231,8 @@ template <typename T>
 void backward_reduce_impl(KernelContext& ctx) {
   const Attrs& attrs = ctx.attrs;
   NoGradGuard no_grad;
-  const Tensor g = ctx.inputs[0].contiguous();
-  const Tensor x = ctx.inputs[1].contiguous();
+  const Tensor& g = ctx.inputs[0];
+  const Tensor& x = ctx.inputs[1];
   const Layout s = layout_of(x);
   std::vector<double> mean, invstd;
   moments(ctx.inputs[2], attrs.b("training"), attrs.i("count"), attrs.f("eps"), mean, invstd);
@@ -261,8 +261,8 @@ void backward_elemt_impl(KernelContext& ctx) {
   const Attrs& attrs = ctx.attrs;
   const bool training = attrs.b("training"), has_weight = attrs.b("has_weight");
   NoGradGuard no_grad;
-  const Tensor g = ctx.inputs[0].contiguous();
-  const Tensor x = ctx.inputs[1].contiguous();
+  const Tensor& g = ctx.inputs[0];
+  const Tensor& x = ctx.inputs[1];
   const Layout s = layout_of(x);
   if (x.numel() == 0) return;
   const int64_t count = attrs.i("count");
@@ -297,8 +297,8 @@ void backward_elemt_impl(KernelContext& ctx) {
 template <typename T>
 void update_stats_impl(KernelContext& ctx) {
   NoGradGuard no_grad;
-  const Tensor running_mean = ctx.inputs[0].contiguous();
-  const Tensor running_var = ctx.inputs[1].contiguous();
+  const Tensor& running_mean = ctx.inputs[0];
+  const Tensor& running_var = ctx.inputs[1];
   const Tensor stats = ctx.inputs[2].to(DType::f64).contiguous();
   const int64_t channels = running_mean.numel();
   const double count = static_cast<double>(ctx.attrs.i("count"));

@@ -36,9 +36,9 @@ struct Problem {
   Problem(const KernelContext& ctx, size_t first) {
     const Attrs& attrs = ctx.attrs;
     NoGradGuard no_grad;
-    logits = ctx.inputs[first].contiguous();
-    target = ctx.inputs[first + 1].contiguous();
-    if (attrs.b("has_weight")) weight = ctx.inputs[first + 2].contiguous();
+    logits = ctx.inputs[first];
+    target = ctx.inputs[first + 1];
+    if (attrs.b("has_weight")) weight = ctx.inputs[first + 2];
     classes = logits.shape()[1];
     samples = target.numel();
     inner = samples / std::max<int64_t>(logits.shape()[0], 1);
@@ -140,7 +140,7 @@ void cross_entropy_backward_impl(KernelContext& ctx) {
   T* dx = ctx.outputs[0].data<T>();
   if (p.samples == 0 || p.classes == 0) return;
   NoGradGuard no_grad;
-  const Tensor grad = ctx.inputs[0].contiguous();
+  const Tensor& grad = ctx.inputs[0];
   const T* g = grad.data<T>();
   const std::string& reduction = ctx.attrs.get<std::string>("reduction");
   const bool per_sample = reduction == "none";

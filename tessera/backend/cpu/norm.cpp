@@ -53,9 +53,9 @@ void layer_norm_impl(KernelContext& ctx) {
   const Attrs& attrs = ctx.attrs;
   const bool has_weight = attrs.b("has_weight"), has_bias = attrs.b("has_bias");
   NoGradGuard no_grad;
-  const Tensor x = ctx.inputs[0].contiguous();
-  const Tensor weight = has_weight ? ctx.inputs[1].contiguous() : Tensor();
-  const Tensor bias = has_bias ? ctx.inputs[has_weight ? 2 : 1].contiguous() : Tensor();
+  const Tensor& x = ctx.inputs[0];
+  const Tensor weight = has_weight ? ctx.inputs[1] : Tensor();
+  const Tensor bias = has_bias ? ctx.inputs[has_weight ? 2 : 1] : Tensor();
   const int64_t n = numel(attrs.ints("normalized_shape"));
   const int64_t rows = ctx.outputs[1].numel();
   if (rows == 0) return;
@@ -168,11 +168,11 @@ template <typename T>
 void layer_norm_backward_impl(KernelContext& ctx) {
   const bool has_weight = ctx.attrs.b("has_weight");
   NoGradGuard no_grad;
-  const Tensor g = ctx.inputs[0].contiguous();
-  const Tensor x = ctx.inputs[1].contiguous();
-  const Tensor means = ctx.inputs[2].contiguous();
-  const Tensor rstds = ctx.inputs[3].contiguous();
-  const Tensor weight = has_weight ? ctx.inputs[4].contiguous() : Tensor();
+  const Tensor& g = ctx.inputs[0];
+  const Tensor& x = ctx.inputs[1];
+  const Tensor& means = ctx.inputs[2];
+  const Tensor& rstds = ctx.inputs[3];
+  const Tensor weight = has_weight ? ctx.inputs[4] : Tensor();
   const int64_t n = numel(ctx.attrs.ints("normalized_shape"));
   const int64_t rows = means.numel();
   T* gamma = ctx.outputs[1].data<T>();

@@ -45,7 +45,7 @@ template <typename T, bool Product>
 void scan_impl(const Tensor& input, Tensor& out, int64_t dim, bool reverse) {
   if (out.numel() == 0) return;
   NoGradGuard no_grad;
-  Tensor x = input.contiguous();
+  const Tensor& x = input;  // contiguous: the op asks the dispatcher
   const Lines lines = lines_of(x.shape(), dim);
   const T* px = x.data<T>();
   T* po = out.data<T>();
@@ -80,8 +80,8 @@ template <typename T>
 void cumprod_backward_impl(const Tensor& grad, const Tensor& input, Tensor& out, int64_t dim) {
   if (out.numel() == 0) return;
   NoGradGuard no_grad;
-  Tensor g = grad.contiguous();
-  Tensor x = input.contiguous();
+  const Tensor& g = grad;  // contiguous: the op asks the dispatcher
+  const Tensor& x = input;
   const Lines lines = lines_of(x.shape(), dim);
   const T* pg = g.data<T>();
   const T* px = x.data<T>();
@@ -146,7 +146,7 @@ void arrange_lines(const Tensor& input, Tensor& values, Tensor& indices, int64_t
                    const Arrange& arrange) {
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
-  Tensor x = input.contiguous();
+  const Tensor& x = input;  // contiguous: the op asks the dispatcher
   const Lines lines = lines_of(x.shape(), dim);
   const Lines out_lines{lines.outer, k, lines.inner};
   const T* px = x.data<T>();

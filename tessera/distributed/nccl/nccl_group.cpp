@@ -304,6 +304,7 @@ void NcclGroup::check_peers(const char* op, const Tensor& tensor, const std::str
 void NcclGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_usable("all_reduce");
   check_tensor("all_reduce", tensor, kReduceDTypes, where(), device_);
+  count_traffic(tensor);
   check_peers("all_reduce", tensor);
   if (tensor.numel() == 0) return;
   Tensor buffer = on_device(tensor);
@@ -325,6 +326,7 @@ std::vector<Tensor> NcclGroup::all_gather_uneven(const Tensor& tensor) {
 std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool equal_shapes) {
   check_usable(op);
   check_tensor(op, tensor, kMoveDTypes, where(), device_);
+  count_traffic(tensor);
   TESSERA_CHECK(equal_shapes || tensor.dim() >= 1, "[", op, "] ", where(),
                 ": needs at least one dimension to vary, got a 0-d tensor");
   const Layout mine = layout_of(tensor);
@@ -373,6 +375,7 @@ std::vector<Tensor> NcclGroup::gather(const char* op, const Tensor& tensor, bool
 Tensor NcclGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
   check_usable("reduce_scatter");
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where(), device_);
+  count_traffic(inputs);
   check_peers("reduce_scatter", inputs[0], "every rank needs inputs of the same dtype and shape");
   const Device device{DeviceType::cuda, device_};
   const DType dtype = inputs[0].dtype();
@@ -397,6 +400,7 @@ Tensor NcclGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
 std::vector<Tensor> NcclGroup::all_to_all(const std::vector<Tensor>& inputs) {
   check_usable("all_to_all");
   check_per_rank("all_to_all", inputs, size_, kMoveDTypes, false, where(), device_);
+  count_traffic(inputs);
   // Every rank learns every rank's row counts and layout, so each knows what it receives.
   const Layout mine = layout_of(inputs[0]);
   std::vector<int64_t> header = mine.encode();
@@ -477,6 +481,7 @@ std::vector<Tensor> NcclGroup::all_to_all(const std::vector<Tensor>& inputs) {
 void NcclGroup::broadcast(Tensor& tensor, int root) {
   check_usable("broadcast");
   check_tensor("broadcast", tensor, kMoveDTypes, where(), device_);
+  count_traffic(tensor);
   check_peer("broadcast", root, size_, true, rank_, where());
   check_peers("broadcast", tensor);
   if (tensor.numel() == 0) return;
