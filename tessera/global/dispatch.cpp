@@ -12,6 +12,7 @@
 #include "tessera/distributed/spmd_check.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/choose_layout.h"
+#include "tessera/global/conversions.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/creation.h"
@@ -160,6 +161,7 @@ class GlobalHandler final : public Handler {
   const char* name() const override { return "eager-global"; }
   std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
                           const Attrs& attrs) override {
+    if (op.global_only) return global::run_conversion(op, inputs, attrs);
     return global_call(op, inputs, attrs);
   }
 };

@@ -1,6 +1,10 @@
 // Tensor::to_global and Tensor::to_local: the bridges between local and
-// global tensors, and redistribution. All are differentiable: the gradient
-// of a layout change is the same logical tensor, boxed back.
+// global tensors, and redistribution. Each is an op (global_only: the
+// eager-global handler runs it, run_conversion below), so a tracer sees it,
+// and all are differentiable: the gradient of a layout change is the same
+// logical tensor, boxed back.
+
+#include "tessera/global/conversions.h"
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/global/boxing.h"
@@ -12,9 +16,6 @@ namespace tessera {
 
 namespace {
 
-Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& sbp,
-                  bool broadcast_first);
-
 // NdSbp with broadcast axes made partial-sum: the gradient layout of a
 // tensor whose broadcast copies came from the first rank.
 NdSbp broadcast_as_partial(const NdSbp& sbp) {
@@ -25,47 +26,130 @@ NdSbp broadcast_as_partial(const NdSbp& sbp) {
   return NdSbp(sbps);
 }
 
-// An op that never runs through call(), only sits on the tape: the output
-// has the input's logical meta, and `grad` maps the gradient back.
-OpDef tape_op(const char* name, GradFn grad) {
+// A layout as attributes, so the conversions are ordinary op calls: the
+// placement's device, ranks and mesh, and per mesh axis an SBP kind and axis.
+void set_layout(Attrs& attrs, const Placement& placement, const NdSbp& sbp) {
+  attrs.set("device", static_cast<int64_t>(placement.device_type()));
+  attrs.set("ranks", std::vector<int64_t>(placement.ranks().begin(), placement.ranks().end()));
+  attrs.set("mesh", placement.mesh());
+  std::vector<int64_t> sbps;
+  for (const Sbp& one : sbp.sbps()) {
+    sbps.push_back(static_cast<int64_t>(one.kind));
+    sbps.push_back(one.axis);
+  }
+  attrs.set("sbp", sbps);
+}
+
+Placement placement_of(const Attrs& attrs) {
+  const std::vector<int64_t>& ranks = attrs.ints("ranks");
+  return Placement(static_cast<DeviceType>(attrs.i("device")),
+                   std::vector<int>(ranks.begin(), ranks.end()), attrs.ints("mesh"));
+}
+
+NdSbp sbp_of(const Attrs& attrs) {
+  const std::vector<int64_t>& codes = attrs.ints("sbp");
+  std::vector<Sbp> sbps;
+  for (size_t i = 0; i + 1 < codes.size(); i += 2) {
+    sbps.push_back(Sbp{static_cast<SbpKind>(codes[i]), codes[i + 1]});
+  }
+  return NdSbp(sbps);
+}
+
+OpDef conversion_def(const char* name) {
   OpDef d;
   d.name = name;
-  d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in.at(0)};
-  };
+  d.global_only = true;
   d.saves_inputs = false;
-  d.grad = std::move(grad);
   return d;
 }
 
-// Global -> global: the gradient goes back to the input's layout.
+const OpDef& from_local_op();
+
+// Global -> global ("to_global" on a global tensor): boxing to the layout
+// in the attributes; the gradient goes back to the input's layout.
 const OpDef& redistribute_op() {
-  static const OpDef def = tape_op("to_global", [](const GradContext& c) {
-    const TensorMeta& from = c.input_meta(0);
-    return std::vector<Tensor>{c.grad_output(0).to_global(from.placement, from.sbp)};
-  });
+  static const OpDef& def = register_op([] {
+    OpDef d = conversion_def("to_global");
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      TensorMeta out = in.at(0);
+      out.placement = placement_of(attrs);
+      out.sbp = sbp_of(attrs);
+      return std::vector<TensorMeta>{out};
+    };
+    d.grad = [](const GradContext& c) {
+      const TensorMeta& from = c.input_meta(0);
+      return std::vector<Tensor>{c.grad_output(0).to_global(from.placement, from.sbp)};
+    };
+    d.torch_name = "torch.distributed.tensor.DTensor.redistribute";
+    d.signature = "x.to_global(placement, sbp)";
+    return d;
+  }());
   return def;
 }
 
-// Local -> global: this rank's part of the gradient, in the forward layout
-// (broadcast copies that came from the first rank send it all there).
+// Local -> global: every rank's piece of one logical tensor. Broadcast
+// copies come from the first rank ("broadcast_first"), so the gradient of
+// those goes there.
 const OpDef& from_local_op() {
-  static const OpDef def = tape_op("to_global", [](const GradContext& c) {
-    const TensorMeta& out = c.output_meta(0);
-    NdSbp sbp = c.attrs().b("broadcast_first") ? broadcast_as_partial(out.sbp) : out.sbp;
-    return std::vector<Tensor>{c.grad_output(0).to_global(out.placement, sbp).to_local()};
-  });
+  static const OpDef& def = register_op([] {
+    OpDef d = conversion_def("local_to_global");
+    // The logical shape: "shape" when given, else every rank is taken to
+    // hold this rank's piece (the real run gathers the pieces' sizes).
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      TensorMeta out = in.at(0);
+      out.placement = placement_of(attrs);
+      out.sbp = sbp_of(attrs);
+      if (attrs.has("shape")) {
+        out.shape = attrs.ints("shape");
+      } else {
+        for (int a = 0; a < out.sbp.ndim(); ++a) {
+          if (!out.sbp[a].is_split()) continue;
+          out.shape.at(static_cast<size_t>(out.sbp[a].axis)) *=
+              out.placement.mesh()[static_cast<size_t>(a)];
+        }
+      }
+      return std::vector<TensorMeta>{out};
+    };
+    d.grad = [](const GradContext& c) {
+      const TensorMeta& out = c.output_meta(0);
+      NdSbp sbp = c.attrs().b("broadcast_first") ? broadcast_as_partial(out.sbp) : out.sbp;
+      return std::vector<Tensor>{c.grad_output(0).to_global(out.placement, sbp).to_local()};
+    };
+    d.torch_name = "torch.distributed.tensor.DTensor.from_local";
+    d.signature = "x.to_global(placement, sbp) (x local)";
+    return d;
+  }());
   return def;
 }
 
-// Global -> local: the local gradients, taken as the shards of one tensor.
+// Global -> local: this rank's shard; the local gradients are taken as the
+// shards of one tensor.
 const OpDef& to_local_op() {
-  static const OpDef def = tape_op("to_local", [](const GradContext& c) {
-    const TensorMeta& in = c.input_meta(0);
-    return std::vector<Tensor>{from_local(c.grad_output(0), in.placement, in.sbp, false)};
-  });
+  static const OpDef& def = register_op([] {
+    OpDef d = conversion_def("to_local");
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      const TensorMeta& x = in.at(0);
+      const int index = x.placement.index_of(global::world_rank());
+      TESSERA_CHECK(index >= 0, "[to_local] this rank (", global::world_rank(),
+                    ") is outside the placement ", placement_str(x.placement),
+                    " and holds no shard");
+      return std::vector<TensorMeta>{
+          {global::local_shape(x.shape, x.placement, x.sbp, index), x.dtype, x.device}};
+    };
+    d.grad = [](const GradContext& c) {
+      const TensorMeta& in = c.input_meta(0);
+      Attrs attrs{{"broadcast_first", false}, {"shape", in.shape}};
+      set_layout(attrs, in.placement, in.sbp);
+      return std::vector<Tensor>{call1(from_local_op(), {c.grad_output(0)}, attrs)};
+    };
+    d.torch_name = "torch.distributed.tensor.DTensor.to_local";
+    d.signature = "x.to_local()";
+    return d;
+  }());
   return def;
 }
+
+const bool conversions_registered = (redistribute_op(), from_local_op(), to_local_op(), true);
 
 void check_placement_ranks(const Placement& placement) {
   const int world = distributed::default_group()->size();
@@ -73,10 +157,6 @@ void check_placement_ranks(const Placement& placement) {
     TESSERA_CHECK(rank < world, "[to_global] placement ", placement_str(placement),
                   " names rank ", rank, " but this job has ", world, " processes");
   }
-}
-
-void record(const OpDef& op, const Tensor& input, std::vector<Tensor>& outputs, Attrs attrs = {}) {
-  if (input.requires_grad() && grad_enabled()) record_on_tape(op, {input}, attrs, outputs);
 }
 
 // The logical shape of the global tensor whose shards these ranks hold.
@@ -132,11 +212,22 @@ Shape logical_shape(const Tensor& local, const Placement& placement, const NdSbp
   return shape;
 }
 
+// Runs local_to_global: wraps this rank's piece, broadcasting from the
+// first rank where the layout broadcasts.
 Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& sbp,
-                  bool broadcast_first) {
+                  bool broadcast_first, const Attrs& attrs) {
   check_placement_ranks(placement);
   global::check_layout(local.shape(), placement, sbp, "to_global");
-  Shape shape = logical_shape(local, placement, sbp);
+  if (local.is_meta()) {
+    const TensorMeta out = from_local_op().infer({local.meta()}, attrs).at(0);
+    return make_global_meta(out.shape, local.dtype(), placement, sbp);
+  }
+  const Shape shape = logical_shape(local, placement, sbp);
+  if (attrs.has("shape")) {
+    TESSERA_CHECK(shape == attrs.ints("shape"), "[to_global] the ranks' pieces make a tensor of ",
+                  "shape ", shape_str(shape), ", not the ", shape_str(attrs.ints("shape")),
+                  " that was given");
+  }
   const int index = placement.index_of(global::world_rank());
   Tensor shard = index >= 0 ? local.detach() : Tensor();
   if (index >= 0 && broadcast_first) {
@@ -149,31 +240,48 @@ Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& 
       global::group_of(global::axis_ranks(placement, index, axis))->broadcast(shard, 0);
     }
   }
-  std::vector<Tensor> outputs{make_global(shard, shape, local.dtype(), placement, sbp)};
-  Attrs attrs{{"broadcast_first", broadcast_first}};
-  record(from_local_op(), local, outputs, attrs);
-  return outputs[0];
+  return make_global(shard, shape, local.dtype(), placement, sbp);
 }
 
 }  // namespace
 
-Tensor Tensor::to_global(const Placement& placement, const NdSbp& sbp) const {
-  if (!is_global()) return from_local(*this, placement, sbp, true);
+namespace global {
+
+std::vector<Tensor> run_conversion(const OpDef& op, const std::vector<Tensor>& inputs,
+                                   const Attrs& attrs) {
+  const Tensor& x = inputs.at(0);
+  if (&op == &to_local_op()) {
+    TESSERA_CHECK(x.is_global(), "[to_local] needs a global tensor");
+    const TensorMeta out = op.infer({x.meta()}, attrs).at(0);
+    if (x.is_meta()) return {Tensor::empty(out.shape, out.dtype, Device::meta())};
+    return {x.local_shard().detach()};
+  }
+  const Placement placement = placement_of(attrs);
+  const NdSbp sbp = sbp_of(attrs);
+  if (&op == &from_local_op()) {
+    TESSERA_CHECK(!x.is_global(), "[to_global] local_to_global needs a local tensor");
+    return {from_local(x, placement, sbp, attrs.b("broadcast_first"), attrs)};
+  }
+  TESSERA_CHECK(&op == &redistribute_op(), "[", op.name, "] is not a conversion between local ",
+                "and global tensors");
   check_placement_ranks(placement);
-  if (this->placement() == placement && nd_sbp() == sbp) return *this;
-  std::vector<Tensor> outputs{global::box(*this, placement, sbp)};
-  record(redistribute_op(), *this, outputs);
-  return outputs[0];
+  return {box(x, placement, sbp)};
+}
+
+}  // namespace global
+
+Tensor Tensor::to_global(const Placement& placement, const NdSbp& sbp) const {
+  if (is_global() && this->placement() == placement && nd_sbp() == sbp) return *this;
+  Attrs attrs;
+  set_layout(attrs, placement, sbp);
+  if (is_global()) return call1(redistribute_op(), {*this}, attrs);
+  attrs.set("broadcast_first", true);
+  return call1(from_local_op(), {*this}, attrs);
 }
 
 Tensor Tensor::to_local() const {
   if (!is_global()) return *this;
-  Tensor shard = local_shard();
-  TESSERA_CHECK(shard.defined(), "[to_local] this rank (", global::world_rank(),
-                ") is outside the placement ", placement_str(placement()), " and holds no shard");
-  std::vector<Tensor> outputs{shard.detach()};
-  record(to_local_op(), *this, outputs);
-  return outputs[0];
+  return call1(to_local_op(), {*this});
 }
 
 }  // namespace tessera

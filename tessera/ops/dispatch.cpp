@@ -258,7 +258,7 @@ DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
-  const DispatchKey key = dispatch_key(inputs);
+  const DispatchKey key = op.global_only ? DispatchKey::global : dispatch_key(inputs);
   // On global inputs the tape records the logical op, not its shards.
   GradModeGuard no_grad(key == DispatchKey::global ? false : grad_enabled());
   return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
@@ -281,6 +281,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
                   device_str(input.device()));
   }
 
+  if (op.global_only) key = DispatchKey::global;
   if (!op.writes.empty()) check_writable(op, inputs);
   if (key == DispatchKey::local && computes_widened(op, inputs, attrs)) {
     return call_widened(op, inputs, attrs);

@@ -60,7 +60,8 @@ class HandlerScope {
   HandlerScope& operator=(const HandlerScope&) = delete;
 };
 
-// The handler a call with these inputs would reach below the modes.
+// The handler a call with these inputs would reach below the modes (an op
+// with OpDef::global_only reaches the eager-global one whatever its inputs).
 DispatchKey dispatch_key(const std::vector<Tensor>& inputs);
 // Runs the call on the handler for its inputs' key, skipping the modes and
 // the tape (for a mode handler that wants the ordinary result).

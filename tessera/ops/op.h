@@ -88,6 +88,9 @@ struct OpDef {
   // The dispatcher hands the kernel contiguous inputs (copying strided ones
   // first, outside the kernel), so the kernel allocates nothing hidden.
   bool contiguous_inputs = false;
+  // Conversions between local and global tensors (to_global, to_local): the
+  // eager-global handler runs every call, whatever the inputs are.
+  bool global_only = false;
 
   // For the op reference (docs/ops.md, generated from this registry): the
   // PyTorch function(s) the op implements, e.g. "torch.cumsum", and the

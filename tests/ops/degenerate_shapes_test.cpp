@@ -514,11 +514,13 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
   // their empty shapes.
   const std::set<std::string> factories = {"arange", "eye",   "full",   "linspace",
                                            "rand",   "randn", "randint"};
-  // Optimizer updates and collectives take no dim: tests/optim and
-  // tests/global (collective_ops_test, global_worker) cover them.
-  const std::set<std::string> dimless = {"sgd_step",   "sgd_momentum_step", "adam_step",
-                                         "all_reduce", "all_gather",        "reduce_scatter",
-                                         "all_to_all", "broadcast"};
+  // Optimizer updates, collectives and the local <-> global conversions take
+  // no dim: tests/optim and tests/global (collective_ops_test, global_worker)
+  // cover them.
+  const std::set<std::string> dimless = {"sgd_step",        "sgd_momentum_step", "adam_step",
+                                         "all_reduce",      "all_gather",        "reduce_scatter",
+                                         "all_to_all",      "broadcast",         "to_global",
+                                         "local_to_global", "to_local"};
   std::string missing;
   for (const OpDef* op : all_ops()) {
     if (!reached.count(op->name) && !factories.count(op->name) && !dimless.count(op->name)) {

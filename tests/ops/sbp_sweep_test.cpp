@@ -21,7 +21,9 @@ TEST(SbpSweep, EveryOpHasACase) {
   for (const SbpCase& sbp_case : sbp_cases()) covered.insert(sbp_case.op);
   std::string missing;
   for (const OpDef* op : all_ops()) {
-    if (!covered.count(op->name)) missing += " " + op->name;
+    // The local <-> global conversions are the layouts themselves: the
+    // boxing and autograd modes of global_worker cover them.
+    if (!covered.count(op->name) && !op->global_only) missing += " " + op->name;
   }
   EXPECT_TRUE(missing.empty()) << "ops without an SBP test case:" << missing;
 }
