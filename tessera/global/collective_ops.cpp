@@ -106,6 +106,21 @@ void check_reduction_grad(const GradContext& c, const char* op) {
                 " has no gradient; only sum does");
 }
 
+// Moves dim `d` to the front; inverse_of(perm) moves it back.
+std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
+  std::vector<int64_t> perm{d};
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (i != d) perm.push_back(i);
+  }
+  return perm;
+}
+std::vector<int64_t> inverse_of(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
 const OpDef& all_reduce_op();
 const OpDef& all_gather_op();
 const OpDef& reduce_scatter_op();
@@ -147,10 +162,7 @@ void all_gather_kernel(KernelContext& ctx) {
   const std::vector<int64_t> sizes =
       gathered_sizes("all_gather", ctx.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
   // The gathered dim goes first, where all_gather_uneven lets ranks differ.
-  std::vector<int64_t> perm{dim};
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d != dim) perm.push_back(d);
-  }
+  const std::vector<int64_t> perm = front_perm(dim, x.dim());
   std::vector<Tensor> parts =
       group("all_gather", ctx.attrs).all_gather_uneven(x.permute(perm).contiguous());
   for (size_t q = 0; q < parts.size(); ++q) {
@@ -158,10 +170,7 @@ void all_gather_kernel(KernelContext& ctx) {
                   "[all_gather] rank ", q, " of the collective sent ", shape_str(parts[q].shape()),
                   " where ", sizes[q], " elements along dim ", dim, " were expected");
   }
-  std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i)
-    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-  ctx.outputs[0].copy_(cat(parts, 0).permute(inverse));
+  ctx.outputs[0].copy_(cat(parts, 0).permute(inverse_of(perm)));
 }
 
 const OpDef& all_gather_op() {
@@ -268,10 +277,7 @@ void all_to_all_kernel(KernelContext& ctx) {
       gathered_sizes("all_to_all", ctx.attrs, "concat_sizes", x.shape()[static_cast<size_t>(i)]);
   // Pieces travel flat with the concat dim first (all_to_all lets only
   // dim 0 differ) and are reshaped with the known sizes.
-  std::vector<int64_t> perm{i};
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d != i) perm.push_back(d);
-  }
+  const std::vector<int64_t> perm = front_perm(i, x.dim());
   std::vector<Tensor> pieces;
   int64_t at = 0;
   for (int64_t size : split) {
@@ -290,10 +296,7 @@ void all_to_all_kernel(KernelContext& ctx) {
                   " (", shape_str(permuted), ") were expected");
     piece = piece.reshape(permuted);
   }
-  std::vector<int64_t> inverse(perm.size());
-  for (size_t d = 0; d < perm.size(); ++d)
-    inverse[static_cast<size_t>(perm[d])] = static_cast<int64_t>(d);
-  ctx.outputs[0].copy_(cat(received, 0).permute(inverse));
+  ctx.outputs[0].copy_(cat(received, 0).permute(inverse_of(perm)));
 }
 
 const OpDef& all_to_all_op() {
