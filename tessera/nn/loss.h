@@ -14,6 +14,8 @@ namespace tessera::nn {
 // A module whose forward takes (input, target).
 class Loss : public Module {
  public:
+  // Module's one-input forward stays visible (it says a loss needs a target).
+  using Module::forward;
   virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   std::string extra_repr() const override { return "reduction='" + reduction_ + "'"; }

@@ -73,6 +73,14 @@ class RNNBase : public Module {
   std::vector<Weights> weights_;  // layer-major, forward then reverse
 };
 
+// RNN, LSTM and GRU take their state beside the input, as PyTorch's do, so
+// their forward hides Module's one-tensor forward on purpose (a default
+// state argument would make a visible one ambiguous).
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Woverloaded-virtual"
+#endif
+
 // Elman RNN: h_t = nonlinearity(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh).
 class RNN : public RNNBase {
  public:
@@ -108,5 +116,9 @@ class GRU : public RNNBase {
     return forward(input, h0);
   }
 };
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 }  // namespace tessera::nn

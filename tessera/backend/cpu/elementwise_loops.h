@@ -28,8 +28,16 @@ void flat_unary(const F& f, Out* __restrict po, const In* __restrict pi, int64_t
   for (int64_t i = 0; i < n; ++i) po[i] = op(pi[i]);
 }
 
+// GCC takes an architecture and a preferred vector width; Clang takes the
+// features (and uses 512-bit vectors where they are enabled).
+#if defined(__clang__)
+#define TESSERA_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#else
+#define TESSERA_TARGET_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#endif
+
 template <typename Out, typename In, typename F>
-__attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+TESSERA_TARGET_AVX512
 void flat_unary_avx512(const F& f, Out* __restrict po, const In* __restrict pi, int64_t n) {
   const F op = f;
   for (int64_t i = 0; i < n; ++i) po[i] = op(pi[i]);
