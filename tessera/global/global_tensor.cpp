@@ -216,12 +216,12 @@ Shape logical_shape(const Tensor& local, const Placement& placement, const NdSbp
 // first rank where the layout broadcasts.
 Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& sbp,
                   bool broadcast_first, const Attrs& attrs) {
-  check_placement_ranks(placement);
   global::check_layout(local.shape(), placement, sbp, "to_global");
-  if (local.is_meta()) {
+  if (local.is_meta()) {  // a plan: the mesh need not be this job's
     const TensorMeta out = from_local_op().infer({local.meta()}, attrs).at(0);
     return make_global_meta(out.shape, local.dtype(), placement, sbp);
   }
+  check_placement_ranks(placement);
   const Shape shape = logical_shape(local, placement, sbp);
   if (attrs.has("shape")) {
     TESSERA_CHECK(shape == attrs.ints("shape"), "[to_global] the ranks' pieces make a tensor of ",
@@ -264,7 +264,7 @@ std::vector<Tensor> run_conversion(const OpDef& op, const std::vector<Tensor>& i
   }
   TESSERA_CHECK(&op == &redistribute_op(), "[", op.name, "] is not a conversion between local ",
                 "and global tensors");
-  check_placement_ranks(placement);
+  if (!x.is_meta()) check_placement_ranks(placement);
   return {box(x, placement, sbp)};
 }
 

@@ -200,6 +200,16 @@ TEST(MetaTensors, LocalGlobalConversionsAreOps) {
   EXPECT_EQ(m.to_global(one, Sbp::partial_sum()).nd_sbp(), NdSbp(Sbp::partial_sum()));
   EXPECT_TRUE(m.to_local().is_meta());
   EXPECT_EQ(m.to_local().shape(), (Shape{4, 3}));
+  // A plan for a mesh this one-process job does not have.
+  const Placement four = Placement::cpu(4);
+  Tensor piece = Tensor::empty({2, 3}, DType::f32, Device::meta()).to_global(four, Sbp::split(0));
+  EXPECT_EQ(piece.shape(), (Shape{8, 3}));
+  Tensor moved = piece.to_global(four, Sbp::split(1));
+  EXPECT_EQ(moved.nd_sbp(), NdSbp(Sbp::split(1)));
+  EXPECT_EQ(moved.to_local().shape(), (Shape{8, 1}));  // rank 0's columns of [8, 3]
+  // Real tensors still name the missing ranks.
+  EXPECT_HAS(error_of([&] { x.detach().to_global(four, Sbp::split(0)); }),
+             "names rank 1 but this job has 1 processes");
 }
 
 TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {
