@@ -2,9 +2,10 @@
 # Fuzzes the file readers with libFuzzer under AddressSanitizer +
 # UndefinedBehaviorSanitizer: the IDX reader (fuzz/idx_fuzz.cpp), the
 # safetensors reader (fuzz/safetensors_fuzz.cpp) and the sharded-checkpoint
-# index (fuzz/sharded_index_fuzz.cpp). Builds libtessera with clang
-# in build-fuzz/, seeds each corpus with small valid files and fuzzes each
-# target for TESSERA_FUZZ_SECONDS (default 60). Exits non-zero on any crash.
+# index (fuzz/sharded_index_fuzz.cpp). Builds Tessera and the targets
+# (fuzz/CMakeLists.txt) with clang in build-fuzz/, seeds each corpus with
+# small valid files and fuzzes each target for TESSERA_FUZZ_SECONDS
+# (default 60). Exits non-zero on any crash.
 # Extra arguments are passed to libFuzzer.
 #   bash scripts/fuzz.sh
 #   TESSERA_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=4 -workers=4
@@ -14,19 +15,13 @@ jobs="${TESSERA_BUILD_JOBS:-2}"
 seconds="${TESSERA_FUZZ_SECONDS:-60}"
 build=build-fuzz
 
-echo "== clang build of libtessera with coverage instrumentation (ASan + UBSan)"
+echo "== clang build of Tessera and the fuzz targets with coverage instrumentation (ASan + UBSan)"
 # oneDNN is not needed to fuzz a file reader.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" -DTESSERA_SANITIZE=ON \
   -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_EXAMPLES=OFF \
-  -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON >/dev/null
-cmake --build "$build" -j "$jobs" --target tessera
-for target in idx safetensors sharded_index; do
-  clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I. "fuzz/${target}_fuzz.cpp" -L"$build" -ltessera -Wl,-rpath,"$PWD/$build" \
-    -o "$build/${target}_fuzz"
-done
+  -DTESSERA_BUILD_FUZZERS=ON -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON >/dev/null
+cmake --build "$build" -j "$jobs" --target idx_fuzz safetensors_fuzz sharded_index_fuzz
 
 echo "== seed corpus"
 seeds="$build/idx_seeds"
@@ -55,7 +50,7 @@ fuzz() {
   shift 2
   echo "== fuzzing ${target} for ${seconds} s"
   mkdir -p "$build/${target}_corpus"
-  "$build/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  "$build/fuzz/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=512 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$build/${target}-" \
     "$@" "$build/${target}_corpus" "$seed_folder"
 }

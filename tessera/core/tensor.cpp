@@ -1,10 +1,6 @@
 #include "tessera/core/tensor.h"
 
 #include <algorithm>
-#include <sstream>
-
-#include "tessera/core/device_memory.h"
-#include "tessera/core/grad_mode.h"
 
 namespace tessera {
 
@@ -150,48 +146,6 @@ void* Tensor::raw_data() const {
   return static_cast<char*>(t.storage->data()) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
-Tensor Tensor::to(Device target) const {
-  const TensorImpl& t = impl();
-  if (t.device == target) return *this;
-  if (target.type == DeviceType::meta) return to_meta();
-  if (t.device.type == DeviceType::meta) (void)raw_data();  // raises: nothing to copy
-  TESSERA_CHECK(!t.global, "[to] a global tensor (", placement_str(placement()), ", ",
-                nd_sbp_str(nd_sbp()), ") cannot change device; move its local_shard() instead");
-  TESSERA_CHECK(!(t.requires_grad && grad_enabled()), "[to] copying between devices is not ",
-                "recorded by autograd yet, and this ", device_str(t.device), " ",
-                shape_str(t.shape), " tensor requires grad; detach() it or copy under NoGradGuard");
-  const size_t bytes = static_cast<size_t>(numel()) * dtype_size(t.dtype);
-  if (t.device.type == DeviceType::cpu) {
-    Tensor out = empty(t.shape, t.dtype, target);  // raises when the device does not exist
-    Tensor dense = contiguous();
-    device_memory::copy(out.raw_data(), target, dense.raw_data(), t.device, bytes);
-    return out;
-  }
-  if (is_contiguous()) {
-    Tensor out = empty(t.shape, t.dtype, target);
-    device_memory::copy(out.raw_data(), target, raw_data(), t.device, bytes);
-    return out;
-  }
-  // A strided view on a device without kernels: the span of storage it
-  // covers comes to the CPU, where the view is laid out densely.
-  int64_t span = 1;
-  for (size_t d = 0; d < t.shape.size(); ++d) {
-    TESSERA_CHECK(t.strides[d] >= 0, "[to] negative strides are not supported, got ",
-                  shape_str(t.strides));
-    if (t.shape[d] == 0) span = 0;
-    if (span > 0) span += (t.shape[d] - 1) * t.strides[d];
-  }
-  Tensor staging = empty({span}, t.dtype);
-  device_memory::copy(staging.raw_data(), Device{}, raw_data(), t.device,
-                      static_cast<size_t>(span) * dtype_size(t.dtype));
-  Tensor dense = make_alias(staging, t.shape, t.strides, 0).contiguous();
-  return target.type == DeviceType::cpu ? dense : dense.to(target);
-}
-
-Tensor Tensor::cuda(int index) const { return to(Device{DeviceType::cuda, index}); }
-
-Tensor Tensor::cpu() const { return to(Device{}); }
-
 Tensor& Tensor::set_requires_grad(bool value) {
   TESSERA_CHECK(!value || is_floating(dtype()), "[requires_grad] only floating tensors can ",
                 "require gradients; this one is ", dtype_name(dtype()));
@@ -237,27 +191,6 @@ Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides
   impl->dtype = b.dtype;
   impl->device = b.device;
   return Tensor(std::move(impl));
-}
-
-std::string to_string(const Tensor& tensor) {
-  if (!tensor.defined()) return "tensor(undefined)";
-  std::ostringstream out;
-  out << "tensor(shape=" << shape_str(tensor.shape()) << ", " << dtype_name(tensor.dtype());
-  if (tensor.device().type != DeviceType::cpu) out << ", device=" << device_str(tensor.device());
-  if (tensor.is_global()) {
-    out << ", placement=" << placement_str(tensor.placement())
-        << ", sbp=" << nd_sbp_str(tensor.nd_sbp()) << ", local=" << to_string(tensor.local_shard())
-        << ")";
-    return out.str();
-  }
-  if (tensor.numel() <= 64 && !tensor.is_meta()) {
-    out << ", values=[";
-    std::vector<double> values = tensor.to_vector<double>();
-    for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-    out << "]";
-  }
-  out << ")";
-  return out.str();
 }
 
 }  // namespace tessera

@@ -16,8 +16,6 @@
 
 namespace tessera {
 
-void set_blas_num_threads(int count);  // backend/cpu/gemm.cpp
-
 namespace {
 
 // TESSERA_NUM_THREADS if set; else the cores shared among the ranks on this
@@ -148,11 +146,7 @@ class ThreadPool {
 };
 
 ThreadPool& pool() {
-  static ThreadPool* instance = [] {
-    int count = default_thread_count();
-    set_blas_num_threads(count);
-    return new ThreadPool(count);
-  }();
+  static ThreadPool* instance = new ThreadPool(default_thread_count());
   return *instance;
 }
 
@@ -163,11 +157,7 @@ ThreadPool& pool() {
 // our workers got a fifth of a core during a CNN step). So parallel_for runs
 // on the same OpenMP team, as ATen's does: one set of threads for all work.
 int& openmp_thread_count() {
-  static int count = [] {
-    const int initial = default_thread_count();
-    set_blas_num_threads(initial);
-    return initial;
-  }();
+  static int count = default_thread_count();
   return count;
 }
 
@@ -201,7 +191,6 @@ int num_threads() { return openmp_thread_count(); }
 
 void set_num_threads(int count) {
   openmp_thread_count() = std::max(1, count);
-  set_blas_num_threads(openmp_thread_count());
 }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
@@ -224,7 +213,6 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int count) {
   pool().resize(count);
-  set_blas_num_threads(std::max(1, count));
 }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,

@@ -17,6 +17,7 @@
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/dispatch.h"
+#include "tessera/ops/layout_attrs.h"
 
 namespace tessera {
 
@@ -156,12 +157,54 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& give
   return outputs;
 }
 
+// A factory asked for a global tensor (ops/creation.h): each rank builds
+// its shard with the local op. full fills its shard (zeros where a partial
+// axis is not at its first coordinate); rand and randn draw their shard's
+// box of the logical tensor's counters (element i uses counter i whatever
+// the layout; the caller reserved the whole tensor's counters on every
+// rank). A partial random layout is built from the broadcast one (values on
+// one rank, zeros on the others), which needs the whole tensor there.
+Tensor run_factory(const OpDef& op, const Attrs& attrs) {
+  const Placement placement = placement_attr(attrs);
+  const NdSbp sbp = sbp_attr(attrs);
+  const Shape& shape = attrs.ints("shape");
+  const DType dtype = attrs.get<DType>("dtype");
+  global::check_layout(shape, placement, sbp, op.name.c_str());
+  Attrs local_attrs = attrs;
+  erase_layout_attrs(local_attrs);
+  const bool random = op.kind == OpKind::random;
+  TESSERA_CHECK(op.name == "full" || op.name == "rand" || op.name == "randn", "[", op.name,
+                "] has no global version; valid: full, zeros, ones, rand, randn");
+  if (random && sbp.any_partial()) {
+    Tensor whole = call1(op, {}, local_attrs);
+    Tensor broadcast = make_global(whole, shape, dtype, placement,
+                                   global::uniform(Sbp::broadcast(), placement.ndim()));
+    return global::box(broadcast, placement, sbp);
+  }
+  const int index = index_in(placement);
+  if (index < 0) return make_global(Tensor(), shape, dtype, placement, sbp);
+  const global::Region region = global::shard_region(shape, placement, sbp, index);
+  local_attrs.set("shape", region.size);
+  if (random) {
+    local_attrs.set("logical_shape", shape).set("region_start", region.start);
+  } else {
+    const std::vector<int64_t> coord = placement.coordinate(index);
+    for (int a = 0; a < sbp.ndim(); ++a) {
+      if (sbp[a].kind == SbpKind::partial_sum && coord[static_cast<size_t>(a)] != 0) {
+        local_attrs.set("value", 0.0).erase("int_value");
+      }
+    }
+  }
+  return make_global(call1(op, {}, local_attrs), shape, dtype, placement, sbp);
+}
+
 class GlobalHandler final : public Handler {
  public:
   const char* name() const override { return "eager-global"; }
   std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
                           const Attrs& attrs) override {
     if (op.global_only) return global::run_conversion(op, inputs, attrs);
+    if (inputs.empty()) return {run_factory(op, attrs)};
     return global_call(op, inputs, attrs);
   }
 };
@@ -173,76 +216,5 @@ const bool installed = [] {
 }();
 
 }  // namespace
-
-Tensor full(const Shape& shape, Scalar value, const Placement& placement, const NdSbp& sbp,
-            std::optional<DType> dtype) {
-  global::check_layout(shape, placement, sbp, "full");
-  const int index = placement.index_of(global::world_rank());
-  DType resolved = dtype.value_or(value.is_bool()       ? DType::boolean
-                                  : value.is_integral() ? DType::i64
-                                                        : DType::f32);
-  if (index < 0) return make_global(Tensor(), shape, resolved, placement, sbp);
-  std::vector<int64_t> coord = placement.coordinate(index);
-  bool zero = false;
-  for (int a = 0; a < sbp.ndim(); ++a) {
-    zero = zero || (sbp[a].kind == SbpKind::partial_sum && coord[static_cast<size_t>(a)] != 0);
-  }
-  Tensor local =
-      full(global::local_shape(shape, placement, sbp, index), zero ? Scalar(0.0) : value, resolved);
-  return make_global(local, shape, resolved, placement, sbp);
-}
-
-Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype) {
-  return full(shape, 0.0, placement, sbp, dtype);
-}
-
-Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype) {
-  return full(shape, 1.0, placement, sbp, dtype);
-}
-
-namespace {
-
-// Random values as on one process. Element i uses the generator's counter i
-// whatever the layout, so each rank draws only its shard's box. A partial
-// layout is built from the broadcast one (values on one rank, zeros on the
-// others), which needs the whole tensor there.
-template <typename Draw, typename DrawRegion>
-Tensor random_global(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
-                     Generator* generator, Draw draw, DrawRegion draw_region) {
-  global::check_layout(shape, placement, sbp, "rand");
-  if (sbp.any_partial()) {
-    Tensor whole = draw(shape, dtype, generator);
-    Tensor broadcast = make_global(whole, shape, dtype, placement,
-                                   global::uniform(Sbp::broadcast(), placement.ndim()));
-    return global::box(broadcast, placement, sbp);
-  }
-  const int index = placement.index_of(global::world_rank());
-  // Every rank advances its generator alike, inside the placement or not.
-  const global::Region region = global::shard_region(shape, placement, sbp, std::max(index, 0));
-  Tensor local = draw_region(shape, region.start, region.size, dtype, generator);
-  return make_global(index >= 0 ? local : Tensor(), shape, dtype, placement, sbp);
-}
-
-}  // namespace
-
-Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
-            Generator* generator) {
-  return random_global(
-      shape, placement, sbp, dtype, generator,
-      [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); },
-      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d, Generator* g) {
-        return rand_region(s, at, size, d, g);
-      });
-}
-
-Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
-             Generator* generator) {
-  return random_global(
-      shape, placement, sbp, dtype, generator,
-      [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); },
-      [](const Shape& s, const std::vector<int64_t>& at, const Shape& size, DType d, Generator* g) {
-        return randn_region(s, at, size, d, g);
-      });
-}
 
 }  // namespace tessera

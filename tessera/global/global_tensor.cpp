@@ -1,8 +1,8 @@
-// Tensor::to_global and Tensor::to_local: the bridges between local and
-// global tensors, and redistribution. Each is an op (global_only: the
-// eager-global handler runs it, run_conversion below), so a tracer sees it,
-// and all are differentiable: the gradient of a layout change is the same
-// logical tensor, boxed back.
+// The ops behind Tensor::to_global and Tensor::to_local (ops/to_global.cpp):
+// the bridges between local and global tensors, and redistribution. Each is
+// an op (global_only: the eager-global handler runs it, run_conversion
+// below), so a tracer sees it, and all are differentiable: the gradient of a
+// layout change is the same logical tensor, boxed back.
 
 #include "tessera/global/conversions.h"
 
@@ -11,6 +11,7 @@
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/dispatch.h"
+#include "tessera/ops/layout_attrs.h"
 
 namespace tessera {
 
@@ -22,35 +23,6 @@ NdSbp broadcast_as_partial(const NdSbp& sbp) {
   std::vector<Sbp> sbps = sbp.sbps();
   for (Sbp& s : sbps) {
     if (s.is_broadcast()) s = Sbp::partial_sum();
-  }
-  return NdSbp(sbps);
-}
-
-// A layout as attributes, so the conversions are ordinary op calls: the
-// placement's device, ranks and mesh, and per mesh axis an SBP kind and axis.
-void set_layout(Attrs& attrs, const Placement& placement, const NdSbp& sbp) {
-  attrs.set("device", static_cast<int64_t>(placement.device_type()));
-  attrs.set("ranks", std::vector<int64_t>(placement.ranks().begin(), placement.ranks().end()));
-  attrs.set("mesh", placement.mesh());
-  std::vector<int64_t> sbps;
-  for (const Sbp& one : sbp.sbps()) {
-    sbps.push_back(static_cast<int64_t>(one.kind));
-    sbps.push_back(one.axis);
-  }
-  attrs.set("sbp", sbps);
-}
-
-Placement placement_of(const Attrs& attrs) {
-  const std::vector<int64_t>& ranks = attrs.ints("ranks");
-  return Placement(static_cast<DeviceType>(attrs.i("device")),
-                   std::vector<int>(ranks.begin(), ranks.end()), attrs.ints("mesh"));
-}
-
-NdSbp sbp_of(const Attrs& attrs) {
-  const std::vector<int64_t>& codes = attrs.ints("sbp");
-  std::vector<Sbp> sbps;
-  for (size_t i = 0; i + 1 < codes.size(); i += 2) {
-    sbps.push_back(Sbp{static_cast<SbpKind>(codes[i]), codes[i + 1]});
   }
   return NdSbp(sbps);
 }
@@ -72,8 +44,8 @@ const OpDef& redistribute_op() {
     OpDef d = conversion_def("to_global");
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
-      out.placement = placement_of(attrs);
-      out.sbp = sbp_of(attrs);
+      out.placement = placement_attr(attrs);
+      out.sbp = sbp_attr(attrs);
       return std::vector<TensorMeta>{out};
     };
     d.grad = [](const GradContext& c) {
@@ -97,8 +69,8 @@ const OpDef& from_local_op() {
     // hold this rank's piece (the real run gathers the pieces' sizes).
     d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
-      out.placement = placement_of(attrs);
-      out.sbp = sbp_of(attrs);
+      out.placement = placement_attr(attrs);
+      out.sbp = sbp_attr(attrs);
       if (attrs.has("shape")) {
         out.shape = attrs.ints("shape");
       } else {
@@ -139,7 +111,7 @@ const OpDef& to_local_op() {
     d.grad = [](const GradContext& c) {
       const TensorMeta& in = c.input_meta(0);
       Attrs attrs{{"broadcast_first", false}, {"shape", in.shape}};
-      set_layout(attrs, in.placement, in.sbp);
+      set_layout_attrs(attrs, in.placement, in.sbp);
       return std::vector<Tensor>{call1(from_local_op(), {c.grad_output(0)}, attrs)};
     };
     d.torch_name = "torch.distributed.tensor.DTensor.to_local";
@@ -256,8 +228,8 @@ std::vector<Tensor> run_conversion(const OpDef& op, const std::vector<Tensor>& i
     if (x.is_meta()) return {Tensor::empty(out.shape, out.dtype, Device::meta())};
     return {x.local_shard().detach()};
   }
-  const Placement placement = placement_of(attrs);
-  const NdSbp sbp = sbp_of(attrs);
+  const Placement placement = placement_attr(attrs);
+  const NdSbp sbp = sbp_attr(attrs);
   if (&op == &from_local_op()) {
     TESSERA_CHECK(!x.is_global(), "[to_global] local_to_global needs a local tensor");
     return {from_local(x, placement, sbp, attrs.b("broadcast_first"), attrs)};
@@ -269,19 +241,5 @@ std::vector<Tensor> run_conversion(const OpDef& op, const std::vector<Tensor>& i
 }
 
 }  // namespace global
-
-Tensor Tensor::to_global(const Placement& placement, const NdSbp& sbp) const {
-  if (is_global() && this->placement() == placement && nd_sbp() == sbp) return *this;
-  Attrs attrs;
-  set_layout(attrs, placement, sbp);
-  if (is_global()) return call1(redistribute_op(), {*this}, attrs);
-  attrs.set("broadcast_first", true);
-  return call1(from_local_op(), {*this}, attrs);
-}
-
-Tensor Tensor::to_local() const {
-  if (!is_global()) return *this;
-  return call1(to_local_op(), {*this});
-}
 
 }  // namespace tessera

@@ -32,6 +32,11 @@ class Attrs {
     items_.emplace_back(name, std::move(value));
     return *this;
   }
+  // Removes `name` if present.
+  Attrs& erase(const std::string& name) {
+    std::erase_if(items_, [&](const auto& item) { return item.first == name; });
+    return *this;
+  }
   bool has(const std::string& name) const {
     for (const auto& item : items_) {
       if (item.first == name) return true;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "tessera/ops/layout_attrs.h"
 #include "tessera/ops/op.h"
 
 namespace tessera {
@@ -97,6 +98,26 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
                                                         : DType::f32);
   check_fits(value, resolved, "full");
   return call1(full_op, {}, fill_attrs(shape, value, resolved));
+}
+
+Tensor full(const Shape& shape, Scalar value, const Placement& placement, const NdSbp& sbp,
+            std::optional<DType> dtype) {
+  check_shape(shape, "full");
+  DType resolved = dtype.value_or(value.is_bool()       ? DType::boolean
+                                  : value.is_integral() ? DType::i64
+                                                        : DType::f32);
+  check_fits(value, resolved, "full");
+  Attrs attrs = fill_attrs(shape, value, resolved);
+  set_layout_attrs(attrs, placement, sbp);
+  return call1(full_op, {}, attrs);
+}
+
+Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype) {
+  return full(shape, 0.0, placement, sbp, dtype);
+}
+
+Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype) {
+  return full(shape, 1.0, placement, sbp, dtype);
 }
 
 Tensor scalar_tensor(Scalar value, DType dtype) {
@@ -206,6 +227,24 @@ Tensor randn(const Shape& shape, DType dtype, Generator* generator) {
   check_shape(shape, "randn");
   TESSERA_CHECK(is_floating(dtype), "[randn] needs a floating dtype, got ", dtype_name(dtype));
   return call1(randn_op, {}, random_attrs(shape, dtype, generator));
+}
+
+Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
+            Generator* generator) {
+  check_shape(shape, "rand");
+  TESSERA_CHECK(is_floating(dtype), "[rand] needs a floating dtype, got ", dtype_name(dtype));
+  Attrs attrs = random_attrs(shape, dtype, generator);
+  set_layout_attrs(attrs, placement, sbp);
+  return call1(rand_op, {}, attrs);
+}
+
+Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
+             Generator* generator) {
+  check_shape(shape, "randn");
+  TESSERA_CHECK(is_floating(dtype), "[randn] needs a floating dtype, got ", dtype_name(dtype));
+  Attrs attrs = random_attrs(shape, dtype, generator);
+  set_layout_attrs(attrs, placement, sbp);
+  return call1(randn_op, {}, attrs);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* generator) {

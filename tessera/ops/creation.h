@@ -57,11 +57,13 @@ Tensor rand_region(const Shape& shape, const std::vector<int64_t>& start, const 
 Tensor randn_region(const Shape& shape, const std::vector<int64_t>& start, const Shape& size,
                     DType dtype = DType::f32, Generator* generator = nullptr);
 
-// Global factories (defined by the global layer): the same logical values as
-// the local ones, laid out on `placement` as `sbp`; each rank builds only its
-// shard (random ones draw only their shard's values). A partial-sum layout
-// puts the values on the first rank of each partial axis and zeros on the
-// others.
+// Global factories: the same ops as the local ones, with the layout among
+// their attributes (ops/layout_attrs.h), which the eager-global handler
+// runs. The same logical values as the local ones, laid out on `placement`
+// as `sbp`; each rank builds only its shard (random ones draw only their
+// shard's values, and every rank's generator advances by the whole
+// tensor). A partial-sum layout puts the values on the first rank of each
+// partial axis and zeros on the others.
 Tensor full(const Shape& shape, Scalar value, const Placement& placement, const NdSbp& sbp,
             std::optional<DType> dtype = std::nullopt);
 Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp,

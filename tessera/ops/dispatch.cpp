@@ -4,6 +4,7 @@
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/layout_attrs.h"
 
 namespace tessera {
 
@@ -219,6 +220,12 @@ void check_writable(const OpDef& op, const std::vector<Tensor>& inputs) {
 
 TapeRecorder tape_recorder = nullptr;
 
+// Calls the eager-global handler runs whatever their inputs: conversions
+// (OpDef::global_only) and factories asked for a global tensor.
+bool always_global(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return op.global_only || (inputs.empty() && has_layout_attrs(attrs));
+}
+
 }  // namespace
 
 Handler& local_handler() {
@@ -258,7 +265,8 @@ DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
-  const DispatchKey key = op.global_only ? DispatchKey::global : dispatch_key(inputs);
+  const DispatchKey key =
+      always_global(op, inputs, attrs) ? DispatchKey::global : dispatch_key(inputs);
   // On global inputs the tape records the logical op, not its shards.
   GradModeGuard no_grad(key == DispatchKey::global ? false : grad_enabled());
   return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
@@ -281,7 +289,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
                   device_str(input.device()));
   }
 
-  if (op.global_only) key = DispatchKey::global;
+  if (always_global(op, inputs, attrs)) key = DispatchKey::global;
   if (!op.writes.empty()) check_writable(op, inputs);
   if (key == DispatchKey::local && computes_widened(op, inputs, attrs)) {
     return call_widened(op, inputs, attrs);

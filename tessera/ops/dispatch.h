@@ -8,7 +8,9 @@
 //   call(op, inputs, attrs)
 //     a mode handler is active (tracing, counting)?  -> it runs the call
 //     otherwise, by the inputs' kind (DispatchKey):
-//       global inputs  -> eager-global (tessera/global/dispatch.cpp)
+//       global inputs, a conversion (OpDef::global_only) or a factory with
+//       a layout (ops/layout_attrs.h)
+//                      -> eager-global (tessera/global/dispatch.cpp)
 //       meta inputs    -> meta: inference only, outputs without storage
 //       local inputs   -> eager-local: infer, allocate, run the kernel
 //     grad needed?     -> the tape recorder (tessera/autograd) records it
@@ -61,7 +63,8 @@ class HandlerScope {
 };
 
 // The handler a call with these inputs would reach below the modes (an op
-// with OpDef::global_only reaches the eager-global one whatever its inputs).
+// with OpDef::global_only, or a factory given a layout, reaches the
+// eager-global one whatever its inputs).
 DispatchKey dispatch_key(const std::vector<Tensor>& inputs);
 // Runs the call on the handler for its inputs' key, skipping the modes and
 // the tape (for a mode handler that wants the ordinary result).

@@ -79,11 +79,16 @@ const OpDef& register_op(OpDef def) {
   return ref;
 }
 
-const OpDef& find_op(const std::string& name) {
+const OpDef* lookup_op(const std::string& name) {
   auto& ops = registry().ops;
   auto it = ops.find(name);
-  TESSERA_CHECK(it != ops.end(), "[find_op] no op named '", name, "'");
-  return *it->second;
+  return it == ops.end() ? nullptr : it->second.get();
+}
+
+const OpDef& find_op(const std::string& name) {
+  const OpDef* op = lookup_op(name);
+  TESSERA_CHECK(op != nullptr, "[find_op] no op named '", name, "'");
+  return *op;
 }
 
 std::vector<const OpDef*> all_ops() {

@@ -128,6 +128,8 @@ void document(OpDef& def, std::span<const OpDoc> table);
 const OpDef& register_op(OpDef def);
 // The op named `name`; throws if unknown.
 const OpDef& find_op(const std::string& name);
+// The op named `name`, or null: for ops a higher layer registers.
+const OpDef* lookup_op(const std::string& name);
 // Every registered op, for tests that sweep all of them.
 std::vector<const OpDef*> all_ops();
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,28 @@ std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
   }
   if (tensor.requires_grad()) out << ", requires_grad=True";
   return out << ")";
+}
+
+// Declared with Tensor (core/tensor.h); reading values needs the ops.
+std::string to_string(const Tensor& tensor) {
+  if (!tensor.defined()) return "tensor(undefined)";
+  std::ostringstream out;
+  out << "tensor(shape=" << shape_str(tensor.shape()) << ", " << dtype_name(tensor.dtype());
+  if (tensor.device().type != DeviceType::cpu) out << ", device=" << device_str(tensor.device());
+  if (tensor.is_global()) {
+    out << ", placement=" << placement_str(tensor.placement())
+        << ", sbp=" << nd_sbp_str(tensor.nd_sbp()) << ", local=" << to_string(tensor.local_shard())
+        << ")";
+    return out.str();
+  }
+  if (tensor.numel() <= 64 && !tensor.is_meta()) {
+    out << ", values=[";
+    std::vector<double> values = tensor.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+    out << "]";
+  }
+  out << ")";
+  return out.str();
 }
 
 }  // namespace tessera

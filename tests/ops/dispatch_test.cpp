@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tessera/backend/cuda.h"
 #include "tessera/ops/dispatch.h"
 #include "tessera/optim/adam.h"
 #include "tessera/optim/clip_grad.h"
@@ -38,6 +39,9 @@ TEST(MetaTensors, EveryOpInfersTheRealOutputs) {
       }
     }
   }
+  // A transfer to another device has no SBP case (a global tensor does not
+  // change device); its meta call is checked below.
+  covered.insert("to_device");
   std::string missing;
   for (const OpDef* op : all_ops()) {
     if (!covered.count(op->name) && !op->global_only) missing += " " + op->name;
@@ -210,6 +214,47 @@ TEST(MetaTensors, LocalGlobalConversionsAreOps) {
   // Real tensors still name the missing ranks.
   EXPECT_HAS(error_of([&] { x.detach().to_global(four, Sbp::split(0)); }),
              "names rank 1 but this job has 1 processes");
+}
+
+// x.to(device) is the op to_device: a mode handler sees the transfer, and
+// on a meta input it infers the output without storage.
+TEST(Dispatcher, DeviceTransfersAreOps) {
+  const Device cuda0{DeviceType::cuda, 0};
+  Tensor x = uniform({2, 3});
+  Recorder recorder;
+  {
+    HandlerScope scope(recorder);
+    if (cuda::is_available()) {
+      Tensor back = x.cuda().cpu();
+      EXPECT_TRUE(all_close(back, x));
+    } else {
+      EXPECT_HAS(error_of([&] { x.cuda(); }), "[storage] device cuda:0 is not available");
+    }
+  }
+  ASSERT_FALSE(recorder.calls.empty());
+  EXPECT_EQ(recorder.calls[0], "to_device");
+  Tensor meta = call1(find_op("to_device"), {x.to_meta()},
+                      {{"device_type", static_cast<int64_t>(cuda0.type)}, {"device_index", 0}});
+  EXPECT_TRUE(meta.is_meta());
+  EXPECT_EQ(meta.shape(), x.shape());
+  EXPECT_EQ(meta.dtype(), x.dtype());
+}
+
+// A factory given a layout is a call of the same op, which the eager-global
+// handler runs: a mode handler sees "full" and "randn".
+TEST(Dispatcher, GlobalFactoriesAreTheFactoryOpsWithALayout) {
+  const Placement one = Placement::cpu(1);
+  Recorder recorder;
+  Tensor z, r;
+  {
+    HandlerScope scope(recorder);
+    z = zeros({4, 2}, one, NdSbp(Sbp::split(0)));
+    r = randn({3}, one, NdSbp(Sbp::broadcast()));
+  }
+  EXPECT_EQ(recorder.calls, (std::vector<std::string>{"full", "randn"}));
+  EXPECT_TRUE(z.is_global() && r.is_global());
+  EXPECT_EQ(z.to_vector<float>(), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(r.shape(), (Shape{3}));
 }
 
 TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tessera/backend/cpu/loops.h"
+#include "tessera/core/device_memory.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
@@ -114,8 +115,20 @@ void fill_kernel(KernelContext& ctx) {
   write_words(dst, value);
 }
 
+// to_device from the CPU: the target device has no strided copy, so a
+// strided view is laid out densely here first, then one transfer.
+void to_device_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& out = ctx.outputs[0];
+  const Tensor dense = x.is_contiguous() ? x : x.contiguous();
+  device_memory::copy(out.raw_data(), out.device(), dense.raw_data(), dense.device(),
+                      static_cast<size_t>(out.numel()) * dtype_size(out.dtype()));
+}
+
 }  // namespace
 
+TESSERA_REGISTER_KERNEL("to_device", cpu, to_device_kernel, DType::f32, DType::f64, DType::bf16,
+                        DType::f16, DType::i64, DType::i32, DType::u8, DType::boolean);
 TESSERA_REGISTER_KERNEL("copy_", cpu, copy_into_kernel, DType::f32, DType::f64, DType::bf16,
                         DType::f16, DType::i64, DType::i32, DType::u8, DType::boolean);
 TESSERA_REGISTER_KERNEL("fill_", cpu, fill_kernel, DType::f32, DType::f64, DType::bf16, DType::f16,

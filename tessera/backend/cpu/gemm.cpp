@@ -9,16 +9,19 @@
 
 namespace tessera {
 
-// Declared in core/thread_pool.cpp. OpenBLAS always runs single-threaded:
-// gemm below splits large products over Tessera's own pool instead. Its
-// worker threads spin (sched_yield) for a while after every call, and on a
-// machine with as many busy threads as cores that spinning starved the
-// elementwise work that runs between products; one pool for everything
-// leaves no foreign thread competing for the cores.
-void set_blas_num_threads(int /*count*/) { openblas_set_num_threads(1); }
-
 namespace cpu {
 namespace {
+
+// OpenBLAS always runs single-threaded, set when this library loads: gemm
+// below splits large products over Tessera's own pool instead. Its worker
+// threads spin (sched_yield) for a while after every call, and on a machine
+// with as many busy threads as cores that spinning starved the elementwise
+// work that runs between products; one pool for everything leaves no
+// foreign thread competing for the cores.
+const bool blas_single_threaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
 
 // Below this many multiply-adds a product stays on one thread: splitting
 // costs a wake-up and packs the shared operand twice.

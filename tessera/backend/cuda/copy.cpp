@@ -43,8 +43,34 @@ void fill_kernel(KernelContext& ctx) {
   write_dense(dst, full(dst.shape(), value, dst.dtype()));
 }
 
+// to_device from a CUDA device. A strided view has no kernel here: the span
+// of memory it covers comes to the CPU, where it is laid out densely.
+void to_device_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& out = ctx.outputs[0];
+  const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(out.dtype());
+  if (x.is_contiguous()) {
+    device_memory::copy(out.raw_data(), out.device(), x.raw_data(), x.device(), bytes);
+    return;
+  }
+  int64_t span = 1;
+  for (size_t d = 0; d < x.shape().size(); ++d) {
+    TESSERA_CHECK(x.strides()[d] >= 0, "[to] negative strides are not supported, got ",
+                  shape_str(x.strides()));
+    if (x.shape()[d] == 0) span = 0;
+    if (span > 0) span += (x.shape()[d] - 1) * x.strides()[d];
+  }
+  Tensor staging = Tensor::empty({span}, x.dtype());
+  device_memory::copy(staging.raw_data(), Device{}, x.raw_data(), x.device(),
+                      static_cast<size_t>(span) * dtype_size(x.dtype()));
+  Tensor dense = make_alias(staging, x.shape(), x.strides(), 0).contiguous();
+  device_memory::copy(out.raw_data(), out.device(), dense.raw_data(), Device{}, bytes);
+}
+
 }  // namespace
 
+TESSERA_REGISTER_KERNEL("to_device", cuda, to_device_kernel, DType::f32, DType::f64, DType::bf16,
+                        DType::f16, DType::i64, DType::i32, DType::u8, DType::boolean);
 TESSERA_REGISTER_KERNEL("copy_", cuda, copy_into_kernel, DType::f32, DType::f64, DType::bf16,
                         DType::f16, DType::i64, DType::i32, DType::u8, DType::boolean);
 TESSERA_REGISTER_KERNEL("fill_", cuda, fill_kernel, DType::f32, DType::f64, DType::bf16, DType::f16,

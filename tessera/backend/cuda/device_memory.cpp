@@ -1,12 +1,12 @@
 #include "tessera/core/device_memory.h"
 
-#include <cstring>
-
 #include "tessera/backend/cuda.h"
 #include "tessera/backend/cuda/cuda_allocator.h"
 #include "tessera/backend/cuda/runtime.h"
 
-namespace tessera::device_memory {
+// The CUDA devices' memory for core (core/device_memory.h), registered when
+// this library loads.
+namespace tessera::cuda {
 
 namespace {
 
@@ -23,31 +23,32 @@ void check_available(const char* op, Device device) {
                "; valid: ", valid);
 }
 
-}  // namespace
+class CudaMemory final : public DeviceMemory {
+ public:
+  void* allocate(size_t nbytes, Device device) override {
+    check_available("storage", device);
+    return CudaAllocator::instance().allocate(nbytes, device.index);
+  }
 
-void* allocate(size_t nbytes, Device device) {
-  check_available("storage", device);
-  return cuda::CudaAllocator::instance().allocate(nbytes, device.index);
-}
+  void deallocate(void* ptr, size_t nbytes, Device device) override {
+    CudaAllocator::instance().deallocate(ptr, nbytes, device.index);
+  }
 
-void deallocate(void* ptr, size_t nbytes, Device device) {
-  cuda::CudaAllocator::instance().deallocate(ptr, nbytes, device.index);
-}
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            size_t nbytes) override;
+};
 
-void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+void CudaMemory::copy(void* dst, Device dst_device, const void* src, Device src_device,
+                      size_t nbytes) {
   if (nbytes == 0) return;
   const bool dst_cpu = dst_device.type == DeviceType::cpu;
   const bool src_cpu = src_device.type == DeviceType::cpu;
-  if (dst_cpu && src_cpu) {
-    std::memcpy(dst, src, nbytes);
-    return;
-  }
   if (!dst_cpu) check_available("copy", dst_device);
   if (!src_cpu) check_available("copy", src_device);
   // The legacy default stream orders the copy after earlier work on the
   // device; synchronising it makes the copy complete on return (cudaMemcpy
   // alone may return early for device-to-device and pageable host copies).
-  cuda::DeviceGuard guard(dst_cpu ? src_device.index : dst_device.index);
+  DeviceGuard guard(dst_cpu ? src_device.index : dst_device.index);
   if (!dst_cpu && !src_cpu && dst_device.index != src_device.index) {
     TESSERA_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes),
                        "[copy] ", nbytes, " bytes from ", device_str(src_device), " to ",
@@ -63,4 +64,12 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, size
                      device_str(src_device), " to ", device_str(dst_device));
 }
 
-}  // namespace tessera::device_memory
+// Never destroyed: tensors may outlive this library's static objects.
+const bool registered = [] {
+  register_device_memory(DeviceType::cuda, new CudaMemory);
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace tessera::cuda
