@@ -134,6 +134,32 @@ void all_reduce_kernel(KernelContext& ctx) {
   group("all_reduce", ctx.attrs).all_reduce(out, reduce_op(ctx.attrs));
 }
 
+// ---- all_reduce_: in place, as torch.distributed.all_reduce; inputs {x}
+// (written); attrs ranks, reduce. Not differentiable (the out-of-place op
+// is): gradient buckets and other no-grad code reduce their own buffers.
+void all_reduce_in_place_kernel(KernelContext& ctx) {
+  Tensor x = ctx.inputs[0];
+  group("all_reduce_", ctx.attrs).all_reduce(x, reduce_op(ctx.attrs));
+}
+
+const OpDef& all_reduce_in_place_op() {
+  static const OpDef& def = register_op([] {
+    OpDef d;
+    d.name = "all_reduce_";
+    d.kind = OpKind::collective;
+    d.writes = {0};
+    d.contiguous_inputs = true;
+    d.differentiable = false;
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+      return std::vector<TensorMeta>{in.at(0)};
+    };
+    d.torch_name = "torch.distributed.all_reduce";
+    d.signature = "global::all_reduce_(x, op, ranks)";
+    return d;
+  }());
+  return def;
+}
+
 const OpDef& all_reduce_op() {
   static const OpDef& def = register_op([] {
     OpDef d;
@@ -381,6 +407,7 @@ const std::vector<DType> kCollectiveDTypes = {DType::f32, DType::f64, DType::i64
 const bool registered = [] {
   const std::pair<const OpDef*, KernelFn> kernels[] = {
       {&all_reduce_op(), all_reduce_kernel},
+      {&all_reduce_in_place_op(), all_reduce_in_place_kernel},
       {&all_gather_op(), all_gather_kernel},
       {&reduce_scatter_op(), reduce_scatter_kernel},
       {&all_to_all_op(), all_to_all_kernel},
@@ -407,6 +434,11 @@ const char* reduce_name(ReduceOp op) {
 Tensor all_reduce(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
   return call1(all_reduce_op(), {x},
                {{"ranks", ranks_attr(ranks)}, {"reduce", std::string(reduce_name(op))}});
+}
+
+void all_reduce_(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
+  call(all_reduce_in_place_op(), {x},
+       {{"ranks", ranks_attr(ranks)}, {"reduce", std::string(reduce_name(op))}});
 }
 
 Tensor all_gather(const Tensor& x, int64_t dim, const std::vector<int>& ranks,

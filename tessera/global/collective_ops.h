@@ -29,6 +29,12 @@ namespace tessera::global {
 Tensor all_reduce(const Tensor& x, distributed::ReduceOp op = distributed::ReduceOp::sum,
                   const std::vector<int>& ranks = {});
 
+// all_reduce in place, as torch.distributed.all_reduce: x (contiguous) holds
+// the reduction afterwards. Not recorded by autograd: under grad mode, x
+// must not require grad.
+void all_reduce_(const Tensor& x, distributed::ReduceOp op = distributed::ReduceOp::sum,
+                 const std::vector<int>& ranks = {});
+
 // Every rank's x concatenated along `dim`, in rank order. The ranks may
 // differ in the size of `dim`; `sizes` (one per rank) gives them when they
 // do (without it, all are taken to be this rank's size, and checked).

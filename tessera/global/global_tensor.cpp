@@ -8,6 +8,7 @@
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/global/boxing.h"
+#include "tessera/global/collective_ops.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/dispatch.h"
@@ -204,12 +205,9 @@ Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& 
   Tensor shard = index >= 0 ? local.detach() : Tensor();
   if (index >= 0 && broadcast_first) {
     NoGradGuard no_grad;
-    bool copied = false;
     for (int axis = 0; axis < sbp.ndim(); ++axis) {
       if (!sbp[axis].is_broadcast() || placement.mesh()[static_cast<size_t>(axis)] == 1) continue;
-      if (!copied) shard = shard.clone();  // the broadcast writes; the caller's tensor stays
-      copied = true;
-      global::group_of(global::axis_ranks(placement, index, axis))->broadcast(shard, 0);
+      shard = global::broadcast(shard, 0, global::axis_ranks(placement, index, axis));
     }
   }
   return make_global(shard, shape, local.dtype(), placement, sbp);

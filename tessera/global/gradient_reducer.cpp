@@ -33,6 +33,7 @@
 #include "tessera/core/grad_mode.h"
 #include "tessera/distributed/group.h"
 #include "tessera/global/boxing.h"
+#include "tessera/global/collective_ops.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
 #include "tessera/ops/elementwise.h"
@@ -159,7 +160,8 @@ void reduce_bucket(Bucket& bucket) {
   for (const Tensor& shard : bucket.shards) flat.push_back(shard.reshape({shard.numel()}));
   Tensor joined = flat.size() == 1 ? flat[0].contiguous().clone() : cat(flat, 0);
   for (int axis : bucket.axes) {
-    global::group_of(global::axis_ranks(bucket.placement, index, axis))->all_reduce(joined);
+    global::all_reduce_(joined, distributed::ReduceOp::sum,
+                        global::axis_ranks(bucket.placement, index, axis));
   }
   int64_t offset = 0;
   for (size_t i = 0; i < bucket.leaves.size(); ++i) {

@@ -58,7 +58,29 @@ TEST(CollectiveOps, MisuseGivesClearErrors) {
   EXPECT_HAS(error_of([&] { sum(y).backward(); }), "[all_reduce] with reduce=max has no gradient");
 }
 
+// all_reduce_ writes its input, as torch.distributed.all_reduce does, and is
+// not recorded by autograd.
+TEST(CollectiveOps, InPlaceAllReduceWritesItsInput) {
+  Tensor x = uniform({3, 2});
+  const Tensor before = x.clone();
+  const uint64_t version = x.version();
+  global::all_reduce_(x);
+  EXPECT_TRUE(all_close(x, before));  // one rank: the sum is x itself
+  EXPECT_GT(x.version(), version);
+  Tensor w = uniform({2}).set_requires_grad();
+  EXPECT_HAS(error_of([&] { global::all_reduce_(w); }),
+             "[all_reduce_] writes input 0 ([2]) in place, and it is a leaf that requires grad");
+  EXPECT_HAS(error_of([&] { global::all_reduce_(x.t()); }),
+             "[all_reduce_] writes input 0 in place and needs it contiguous");
+}
+
 using V = std::vector<Tensor>;
+TESSERA_SBP_CASE(
+    "all_reduce_",
+    [] {
+      return V{uniform({3, 4}, -1, 1, 6)};
+    },
+    Attrs{{"ranks", std::vector<int64_t>{0}}, {"reduce", std::string("sum")}});
 TESSERA_SBP_CASE(
     "all_reduce",
     [] {
