@@ -133,6 +133,7 @@ std::vector<Tensor> conv2d_grad(const GradContext& c) {
 const OpDef& conv2d_op = register_op([] {
   OpDef def;
   def.name = "conv2d";
+  def.contiguous_inputs = true;
   def.kind = OpKind::convolution;
   def.torch_name = "torch.nn.functional.conv2d";
   def.signature = "conv2d(x, weight, bias, stride, padding, dilation, groups)";
@@ -192,6 +193,7 @@ std::vector<Tensor> backward_input_grad(const GradContext& c) {
 const OpDef& backward_input_op = register_op([] {
   OpDef def;
   def.name = "conv2d_backward_input";
+  def.contiguous_inputs = true;
   def.kind = OpKind::convolution;
   def.torch_name = "torch.nn.functional.conv_transpose2d (and conv2d's input gradient)";
   def.signature = "conv2d_backward_input(grad_output, weight, input_hw, stride, padding, "
@@ -255,6 +257,7 @@ std::vector<Tensor> backward_weight_grad(const GradContext& c) {
 const OpDef& backward_weight_op = register_op([] {
   OpDef def;
   def.name = "conv2d_backward_weight";
+  def.contiguous_inputs = true;
   def.kind = OpKind::convolution;
   def.torch_name = "torch.nn.grad.conv2d_weight";
   def.signature = "conv2d_backward_weight(x, grad_output, kernel_hw, stride, padding, dilation, "

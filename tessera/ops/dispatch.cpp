@@ -138,12 +138,13 @@ class LocalHandler final : public Handler {
         outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
       }
     }
+    Workspace workspace(device);
     if (op.contiguous_inputs) {
       const std::vector<Tensor> dense = contiguous_all(inputs, op);
-      KernelContext context{op, dense, outputs, attrs};
+      KernelContext context{op, dense, outputs, attrs, workspace, Stream{device}};
       kernel(context);
     } else {
-      KernelContext context{op, inputs, outputs, attrs};
+      KernelContext context{op, inputs, outputs, attrs, workspace, Stream{device}};
       kernel(context);
     }
     return outputs;

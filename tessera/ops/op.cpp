@@ -79,6 +79,12 @@ const OpDef& register_op(OpDef def) {
   return ref;
 }
 
+void* Workspace::allocate(size_t bytes) {
+  blocks_.push_back(std::make_unique<Storage>(std::max<size_t>(bytes, 1), device_));
+  bytes_ += bytes;
+  return blocks_.back()->data();
+}
+
 const OpDef* lookup_op(const std::string& name) {
   auto& ops = registry().ops;
   auto it = ops.find(name);

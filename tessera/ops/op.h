@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tessera/core/sbp.h"
+#include "tessera/core/storage.h"
 #include "tessera/core/tensor.h"
 #include "tessera/ops/attrs.h"
 #include "tessera/ops/grad_context.h"
@@ -106,11 +107,49 @@ struct OpDef {
   std::shared_ptr<KernelSlots> kernel_cache = std::make_shared<KernelSlots>();
 };
 
+// Scratch memory for one kernel call: kernels take their temporaries from
+// here instead of allocating hidden tensors, so whoever runs the kernel
+// owns every byte it uses. Eager dispatch serves it from the device's
+// caching allocator and frees it all when the call returns; a graph
+// executor can see the bytes a call used (peak_bytes) and plan for them.
+class Workspace {
+ public:
+  explicit Workspace(Device device) : device_(device) {}
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // At least `bytes` bytes on the workspace's device, 64-byte aligned,
+  // valid until the workspace ends; each call gives a new buffer.
+  void* allocate(size_t bytes);
+  template <typename T>
+  T* allocate_as(int64_t count) {
+    return static_cast<T*>(allocate(static_cast<size_t>(count) * sizeof(T)));
+  }
+  // The bytes handed out so far.
+  size_t peak_bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Device device_;
+  size_t bytes_ = 0;
+  std::vector<std::unique_ptr<Storage>> blocks_;
+};
+
+// The stream a kernel's work is ordered on; `native` null is the device's
+// default stream, the only one eager dispatch uses today. CPU kernels run
+// synchronously on the calling thread and the thread pool.
+struct Stream {
+  Device device{};
+  void* native = nullptr;
+};
+
 struct KernelContext {
   const OpDef& op;
   const std::vector<Tensor>& inputs;
   std::vector<Tensor>& outputs;
   const Attrs& attrs;
+  Workspace& workspace;
+  Stream stream{};
 };
 
 // The op-reference fields of ops that a shared helper builds (unary_def,

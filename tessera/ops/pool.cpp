@@ -146,6 +146,7 @@ std::vector<TensorMeta> infer_with_indices(const std::vector<TensorMeta>& in, co
 const OpDef& max_pool_op = register_op([] {
   OpDef def;
   def.name = "max_pool2d";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.nn.functional.max_pool2d, torch.nn.functional.max_pool1d";
   def.signature =
       "max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode); "
@@ -166,6 +167,7 @@ const OpDef& max_pool_op = register_op([] {
 const OpDef& max_pool_indices_op = register_op([] {
   OpDef def;
   def.name = "max_pool2d_with_indices";
+  def.contiguous_inputs = true;
   def.torch_name =
       "torch.nn.functional.max_pool2d(return_indices=True), "
       "torch.nn.functional.max_pool1d(return_indices=True)";
@@ -185,6 +187,7 @@ const OpDef& max_pool_indices_op = register_op([] {
 const OpDef& adaptive_max_pool_op = register_op([] {
   OpDef def;
   def.name = "adaptive_max_pool2d";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.nn.functional.adaptive_max_pool2d, torch.nn.functional.adaptive_max_pool1d";
   def.signature =
       "adaptive_max_pool2d(x, output_size); adaptive_max_pool2d_with_indices(x, output_size); "
@@ -208,6 +211,7 @@ const OpDef& adaptive_max_pool_op = register_op([] {
 const OpDef& max_pool_backward_op = register_op([] {
   OpDef def;
   def.name = "max_pool2d_backward";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.ops.aten.max_pool2d_with_indices_backward";
   def.signature = "max_pool2d_backward(grad_output, x, kernel_size, stride, padding, dilation, "
                   "ceil_mode)";
@@ -243,6 +247,7 @@ const OpDef& max_pool_backward_op = register_op([] {
 const OpDef& max_pool_select_op = register_op([] {
   OpDef def;
   def.name = "max_pool2d_select";
+  def.contiguous_inputs = true;
   def.torch_name = "internal";
   def.signature = "max_pool2d_select(x, source, kernel_size, stride, padding, dilation, ceil_mode)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -295,6 +300,7 @@ std::vector<Tensor> avg_pool_grad(const GradContext& c) {
 const OpDef& avg_pool_op = register_op([] {
   OpDef def;
   def.name = "avg_pool2d";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.nn.functional.avg_pool2d, torch.nn.functional.avg_pool1d";
   def.signature =
       "avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode, "
@@ -312,6 +318,7 @@ const OpDef& avg_pool_op = register_op([] {
 const OpDef& adaptive_avg_pool_op = register_op([] {
   OpDef def;
   def.name = "adaptive_avg_pool2d";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.nn.functional.adaptive_avg_pool2d, torch.nn.functional.adaptive_avg_pool1d";
   def.signature = "adaptive_avg_pool2d(x, output_size); adaptive_avg_pool1d(x, output_size)";
   def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -326,6 +333,7 @@ const OpDef& adaptive_avg_pool_op = register_op([] {
 const OpDef& avg_pool_backward_op = register_op([] {
   OpDef def;
   def.name = "avg_pool2d_backward";
+  def.contiguous_inputs = true;
   def.torch_name = "torch.ops.aten.avg_pool2d_backward";
   def.signature = "avg_pool2d_backward(grad_output, input_hw, kernel_size, stride, padding, "
                   "count_include_pad, ceil_mode, divisor_override)";

@@ -61,6 +61,7 @@ const OpDef& fold_op_ref();
 const OpDef& unfold_op = register_op([] {
   OpDef def;
   def.name = "unfold";
+  def.contiguous_inputs = true;
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.unfold";
   def.signature = "unfold(x, kernel_size, dilation, padding, stride)";
@@ -93,6 +94,7 @@ const OpDef& unfold_op = register_op([] {
 const OpDef& fold_op = register_op([] {
   OpDef def;
   def.name = "fold";
+  def.contiguous_inputs = true;
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.fold";
   def.signature = "fold(x, output_size, kernel_size, dilation, padding, stride)";

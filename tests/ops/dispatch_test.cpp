@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tessera/backend/cuda.h"
+#include "tessera/core/allocator.h"
 #include "tessera/ops/dispatch.h"
 #include "tessera/optim/adam.h"
 #include "tessera/optim/clip_grad.h"
@@ -255,6 +256,23 @@ TEST(Dispatcher, GlobalFactoriesAreTheFactoryOpsWithALayout) {
   EXPECT_TRUE(z.is_global() && r.is_global());
   EXPECT_EQ(z.to_vector<float>(), std::vector<float>(8, 0.0f));
   EXPECT_EQ(r.shape(), (Shape{3}));
+}
+
+// A kernel's scratch memory: aligned buffers from the device's allocator,
+// counted, all returned when the workspace ends.
+TEST(Dispatcher, WorkspaceServesAlignedBuffersAndCountsThem) {
+  const int64_t before = CpuAllocator::instance().stats().current_bytes;
+  {
+    Workspace workspace(Device{});
+    float* a = workspace.allocate_as<float>(100);
+    void* b = workspace.allocate(3);
+    EXPECT_NE(static_cast<void*>(a), b);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+    EXPECT_EQ(workspace.peak_bytes(), 403u);
+    EXPECT_GT(CpuAllocator::instance().stats().current_bytes, before);
+  }
+  EXPECT_EQ(CpuAllocator::instance().stats().current_bytes, before);
 }
 
 TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {

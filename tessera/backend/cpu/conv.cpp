@@ -10,7 +10,6 @@
 #include "tessera/backend/cpu/conv_internal.h"
 #include "tessera/backend/cpu/gemm.h"
 #include "tessera/backend/cpu/loops.h"
-#include "tessera/core/grad_mode.h"
 #include "tessera/ops/op.h"
 
 namespace tessera::cpu {
@@ -33,11 +32,6 @@ Geometry make_geometry(const Shape& x, const Shape& weight, const Shape& out, co
 // oneDNN rejects empty dims; those problems are trivial for the loops anyway.
 bool use_dnnl(const Geometry& g) { return g.n > 0 && g.c > 0 && g.o > 0; }
 #endif
-
-Tensor dense(const Tensor& t) {
-  NoGradGuard no_grad;
-  return t.contiguous();
-}
 
 // Output positions [lo, hi) whose input index o*stride - pad + offset lies in [0, size).
 std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t size, int64_t stride, int64_t pad,
@@ -129,11 +123,10 @@ int64_t chunk_images(const Geometry& g, size_t element_size) {
 // Runs body(first, count, col) over chunks of images after unfolding each
 // chunk's images into col (image i of the chunk at col + i * image_size).
 template <typename T, typename Body>
-void for_each_unfolded_chunk(const T* x, const Geometry& g, Body&& body) {
+void for_each_unfolded_chunk(const T* x, const Geometry& g, Workspace& workspace, Body&& body) {
   const int64_t image_size = g.c * g.kh * g.kw * g.pixels();
   const int64_t chunk = chunk_images(g, sizeof(T));
-  Tensor buffer = Tensor::empty({chunk * image_size}, DTypeOf<T>::value);
-  T* col = buffer.data<T>();
+  T* col = workspace.allocate_as<T>(chunk * image_size);
   for (int64_t first = 0; first < g.n; first += chunk) {
     const int64_t count = std::min(chunk, g.n - first);
     parallel_for(0, count, 1, [&](int64_t lo, int64_t hi) {
@@ -159,15 +152,13 @@ void add_bias(T* out, const T* bias, const Geometry& g, int64_t first, int64_t c
 }
 
 template <typename T>
-void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor* bias, Tensor& out,
-                    const Geometry& g) {
-  const Tensor x = dense(x_in), weight = dense(w_in);
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
+                    const Geometry& g, Workspace& workspace) {
   const T* px = x.data<T>();
   const T* pw = weight.data<T>();
   T* po = out.data<T>();
   const int64_t pixels = g.pixels(), rows = g.group_rows(), og = g.group_outputs();
-  const Tensor bias_dense = bias ? dense(*bias) : Tensor();
-  const T* pb = bias ? bias_dense.data<T>() : nullptr;
+  const T* pb = bias ? bias->data<T>() : nullptr;
 #ifdef TESSERA_HAS_DNNL
   if constexpr (std::is_same_v<T, float>) {
     if (use_dnnl(g) && dnnl_conv_forward(g, px, pw, pb, po)) return;
@@ -185,7 +176,7 @@ void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor* bias, 
     if (pb) add_bias(po, pb, g, 0, g.n);
     return;
   }
-  for_each_unfolded_chunk(px, g, [&](int64_t first, int64_t count, const T* col) {
+  for_each_unfolded_chunk(px, g, workspace, [&](int64_t first, int64_t count, const T* col) {
     const int64_t image_size = g.c * g.kh * g.kw * pixels;
     for (int64_t i = 0; i < count; ++i) gemm_image(first + i, col + i * image_size);
     if (pb) add_bias(po, pb, g, first, count);
@@ -193,8 +184,8 @@ void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor* bias, 
 }
 
 template <typename T>
-void conv2d_input_grad(const Tensor& g_in, const Tensor& w_in, Tensor& dx, const Geometry& g) {
-  const Tensor grad = dense(g_in), weight = dense(w_in);
+void conv2d_input_grad(const Tensor& grad, const Tensor& weight, Tensor& dx, const Geometry& g,
+                       Workspace& workspace) {
   const T* pg = grad.data<T>();
   const T* pw = weight.data<T>();
   T* pdx = dx.data<T>();
@@ -219,8 +210,7 @@ void conv2d_input_grad(const Tensor& g_in, const Tensor& w_in, Tensor& dx, const
   }
   const int64_t image_size = g.c * g.kh * g.kw * pixels;
   const int64_t chunk = chunk_images(g, sizeof(T));
-  Tensor buffer = Tensor::empty({chunk * image_size}, DTypeOf<T>::value);
-  T* col = buffer.data<T>();
+  T* col = workspace.allocate_as<T>(chunk * image_size);
   for (int64_t first = 0; first < g.n; first += chunk) {
     const int64_t count = std::min(chunk, g.n - first);
     for (int64_t i = 0; i < count; ++i) gemm_image(first + i, col + i * image_size);
@@ -233,8 +223,8 @@ void conv2d_input_grad(const Tensor& g_in, const Tensor& w_in, Tensor& dx, const
 }
 
 template <typename T>
-void conv2d_weight_grad(const Tensor& x_in, const Tensor& g_in, Tensor& dw, const Geometry& g) {
-  const Tensor x = dense(x_in), grad = dense(g_in);
+void conv2d_weight_grad(const Tensor& x, const Tensor& grad, Tensor& dw, const Geometry& g,
+                        Workspace& workspace) {
   const T* px = x.data<T>();
   const T* pg = grad.data<T>();
   T* pdw = dw.data<T>();
@@ -259,7 +249,7 @@ void conv2d_weight_grad(const Tensor& x_in, const Tensor& g_in, Tensor& dw, cons
     for (int64_t n = 0; n < g.n; ++n) gemm_image(n, px + n * g.c * pixels);
     return;
   }
-  for_each_unfolded_chunk(px, g, [&](int64_t first, int64_t count, const T* col) {
+  for_each_unfolded_chunk(px, g, workspace, [&](int64_t first, int64_t count, const T* col) {
     const int64_t image_size = g.c * g.kh * g.kw * pixels;
     for (int64_t i = 0; i < count; ++i) gemm_image(first + i, col + i * image_size);
   });
@@ -272,9 +262,8 @@ void conv2d_kernel(KernelContext& ctx) {
   Tensor& out = ctx.outputs[0];
   if (out.numel() == 0) return;
   Geometry g = make_geometry(x.shape(), w.shape(), out.shape(), ctx.attrs);
-  TESSERA_DISPATCH_FLOATING(x.dtype(), "conv2d", [&] {
-    conv2d_forward<scalar_t>(x, w, bias, out, g);
-  });
+  TESSERA_DISPATCH_FLOATING(x.dtype(), "conv2d",
+                            [&] { conv2d_forward<scalar_t>(x, w, bias, out, g, ctx.workspace); });
 }
 
 void conv2d_backward_input_kernel(KernelContext& ctx) {
@@ -283,9 +272,8 @@ void conv2d_backward_input_kernel(KernelContext& ctx) {
   Tensor& dx = ctx.outputs[0];
   if (dx.numel() == 0) return;
   Geometry g = make_geometry(dx.shape(), w.shape(), grad.shape(), ctx.attrs);
-  TESSERA_DISPATCH_FLOATING(grad.dtype(), "conv2d_backward_input", [&] {
-    conv2d_input_grad<scalar_t>(grad, w, dx, g);
-  });
+  TESSERA_DISPATCH_FLOATING(grad.dtype(), "conv2d_backward_input",
+                            [&] { conv2d_input_grad<scalar_t>(grad, w, dx, g, ctx.workspace); });
 }
 
 void conv2d_backward_weight_kernel(KernelContext& ctx) {
@@ -294,9 +282,8 @@ void conv2d_backward_weight_kernel(KernelContext& ctx) {
   Tensor& dw = ctx.outputs[0];
   if (dw.numel() == 0) return;
   Geometry g = make_geometry(x.shape(), dw.shape(), grad.shape(), ctx.attrs);
-  TESSERA_DISPATCH_FLOATING(x.dtype(), "conv2d_backward_weight", [&] {
-    conv2d_weight_grad<scalar_t>(x, grad, dw, g);
-  });
+  TESSERA_DISPATCH_FLOATING(x.dtype(), "conv2d_backward_weight",
+                            [&] { conv2d_weight_grad<scalar_t>(x, grad, dw, g, ctx.workspace); });
 }
 
 // unfold (im2col) and fold (col2im), ops/unfold.cpp: [N, C, H, W] and
@@ -325,7 +312,7 @@ void for_each_image(const Geometry& g, Fn&& fn) {
 }
 
 void unfold_kernel(KernelContext& ctx) {
-  const Tensor x = dense(ctx.inputs[0]);
+  const Tensor& x = ctx.inputs[0];
   Tensor& out = ctx.outputs[0];
   if (out.numel() == 0) return;
   Geometry g = window_geometry(x.shape(), ctx.attrs);
@@ -339,7 +326,7 @@ void unfold_kernel(KernelContext& ctx) {
 }
 
 void fold_kernel(KernelContext& ctx) {
-  const Tensor col = dense(ctx.inputs[0]);
+  const Tensor& col = ctx.inputs[0];
   Tensor& out = ctx.outputs[0];
   if (out.numel() == 0) return;
   Geometry g = window_geometry(out.shape(), ctx.attrs);

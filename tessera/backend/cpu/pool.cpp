@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "tessera/backend/cpu/loops.h"
-#include "tessera/core/grad_mode.h"
 #include "tessera/ops/op.h"
 
 namespace tessera::cpu {
@@ -77,11 +76,6 @@ PoolGeometry make_geometry(const Shape& input, const Shape& pooled, const Attrs&
   g.rows = make_windows(attrs, 0, g.h, g.oh, average);
   g.cols = make_windows(attrs, 1, g.w, g.ow, average);
   return g;
-}
-
-Tensor dense(const Tensor& t) {
-  NoGradGuard no_grad;
-  return t.contiguous();
 }
 
 // Runs fn(plane) for every plane, in parallel.
@@ -153,9 +147,8 @@ void for_each_argmax(const T* x, const PoolGeometry& g, Visit&& visit) {
 // out[window] = source[argmax of x over the window]; max_pool2d is select(x, x).
 // With `indices`, also writes each window's argmax (flat in its plane).
 template <typename T>
-void max_select(const Tensor& x_in, const Tensor& source_in, Tensor& out, Tensor* indices,
+void max_select(const Tensor& x, const Tensor& source, Tensor& out, Tensor* indices,
                 const PoolGeometry& g) {
-  const Tensor x = dense(x_in), source = dense(source_in);
   const T* px = x.data<T>();
   const T* ps = source.data<T>();
   T* po = out.data<T>();
@@ -172,8 +165,7 @@ void max_select(const Tensor& x_in, const Tensor& source_in, Tensor& out, Tensor
 }
 
 template <typename T>
-void max_backward(const Tensor& grad_in, const Tensor& x_in, Tensor& dx, const PoolGeometry& g) {
-  const Tensor grad = dense(grad_in), x = dense(x_in);
+void max_backward(const Tensor& grad, const Tensor& x, Tensor& dx, const PoolGeometry& g) {
   const T* pg = grad.data<T>();
   const T* px = x.data<T>();
   T* pd = dx.data<T>();
@@ -206,8 +198,7 @@ Divisor make_divisor(const Attrs& attrs) {
 }
 
 template <typename T>
-void avg_forward(const Tensor& x_in, Tensor& out, const PoolGeometry& g, const Divisor& divisor) {
-  const Tensor x = dense(x_in);
+void avg_forward(const Tensor& x, Tensor& out, const PoolGeometry& g, const Divisor& divisor) {
   const T* px = x.data<T>();
   T* po = out.data<T>();
   for_each_plane(g, [&](int64_t plane) {
@@ -228,9 +219,7 @@ void avg_forward(const Tensor& x_in, Tensor& out, const PoolGeometry& g, const D
 }
 
 template <typename T>
-void avg_backward(const Tensor& grad_in, Tensor& dx, const PoolGeometry& g,
-                  const Divisor& divisor) {
-  const Tensor grad = dense(grad_in);
+void avg_backward(const Tensor& grad, Tensor& dx, const PoolGeometry& g, const Divisor& divisor) {
   const T* pg = grad.data<T>();
   T* pd = dx.data<T>();
   for_each_plane(g, [&](int64_t plane) {
