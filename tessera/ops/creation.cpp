@@ -217,34 +217,37 @@ Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype) {
   return call1(eye_op, {}, {{"shape", Shape{n, cols}}, {"dtype", dtype}});
 }
 
+namespace {
+
+// rand or randn; global when given a layout.
+Tensor draw(const OpDef& op, const Shape& shape, DType dtype, Generator* generator,
+            const Placement* placement = nullptr, const NdSbp* sbp = nullptr) {
+  check_shape(shape, op.name.c_str());
+  TESSERA_CHECK(is_floating(dtype), "[", op.name, "] needs a floating dtype, got ",
+                dtype_name(dtype));
+  Attrs attrs = random_attrs(shape, dtype, generator);
+  if (placement != nullptr) set_layout_attrs(attrs, *placement, *sbp);
+  return call1(op, {}, attrs);
+}
+
+}  // namespace
+
 Tensor rand(const Shape& shape, DType dtype, Generator* generator) {
-  check_shape(shape, "rand");
-  TESSERA_CHECK(is_floating(dtype), "[rand] needs a floating dtype, got ", dtype_name(dtype));
-  return call1(rand_op, {}, random_attrs(shape, dtype, generator));
+  return draw(rand_op, shape, dtype, generator);
 }
 
 Tensor randn(const Shape& shape, DType dtype, Generator* generator) {
-  check_shape(shape, "randn");
-  TESSERA_CHECK(is_floating(dtype), "[randn] needs a floating dtype, got ", dtype_name(dtype));
-  return call1(randn_op, {}, random_attrs(shape, dtype, generator));
+  return draw(randn_op, shape, dtype, generator);
 }
 
 Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
             Generator* generator) {
-  check_shape(shape, "rand");
-  TESSERA_CHECK(is_floating(dtype), "[rand] needs a floating dtype, got ", dtype_name(dtype));
-  Attrs attrs = random_attrs(shape, dtype, generator);
-  set_layout_attrs(attrs, placement, sbp);
-  return call1(rand_op, {}, attrs);
+  return draw(rand_op, shape, dtype, generator, &placement, &sbp);
 }
 
 Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype,
              Generator* generator) {
-  check_shape(shape, "randn");
-  TESSERA_CHECK(is_floating(dtype), "[randn] needs a floating dtype, got ", dtype_name(dtype));
-  Attrs attrs = random_attrs(shape, dtype, generator);
-  set_layout_attrs(attrs, placement, sbp);
-  return call1(randn_op, {}, attrs);
+  return draw(randn_op, shape, dtype, generator, &placement, &sbp);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* generator) {
