@@ -291,11 +291,29 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
           read_region(local, start, transfer.region.size).reshape({-1}));
     }
   }
-  std::vector<Tensor> inputs;
-  for (auto& pieces : outgoing) {
-    inputs.push_back(pieces.empty() ? Tensor::empty({0}, x.dtype()) : cat(pieces, 0));
+  // One all_to_all_single moves every piece: what each peer sends here is
+  // known from the plan, as is what this rank sends.
+  std::vector<int64_t> send_sizes(ranks.size(), 0), recv_sizes(ranks.size(), 0);
+  std::vector<Tensor> flat_pieces;
+  for (size_t peer = 0; peer < ranks.size(); ++peer) {
+    for (const Tensor& piece : outgoing[peer]) {
+      send_sizes[peer] += piece.numel();
+      flat_pieces.push_back(piece);
+    }
   }
-  std::vector<Tensor> received = group_of(ranks)->all_to_all(inputs);
+  for (const Transfer& transfer : plan) {
+    if (transfer.dst != my_dst) continue;
+    recv_sizes[position(from_placement.ranks()[static_cast<size_t>(transfer.src)])] +=
+        transfer.region.numel();
+  }
+  const Tensor sent = flat_pieces.empty() ? Tensor::empty({0}, x.dtype()) : cat(flat_pieces, 0);
+  const Tensor arrived = all_to_all_single(sent, recv_sizes, send_sizes, ranks);
+  std::vector<Tensor> received;
+  int64_t at = 0;
+  for (int64_t size : recv_sizes) {
+    received.push_back(arrived.narrow(0, at, size));
+    at += size;
+  }
 
   if (my_dst < 0) return make_global(Tensor(), shape, x.dtype(), to_placement, to_sbp);
   Region mine = shard_region(shape, to_placement, to_sbp, my_dst);

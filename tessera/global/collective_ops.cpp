@@ -358,8 +358,74 @@ const OpDef& all_to_all_op() {
                  {"concat_sizes", split}};
       return std::vector<Tensor>{call1(all_to_all_op(), {c.grad_output(0)}, back)};
     };
-    d.torch_name = "torch.distributed.nn.functional.all_to_all_single";
+    d.torch_name = "torch.distributed.nn.functional.all_to_all";
     d.signature = "global::all_to_all(x, split_dim, concat_dim, ranks, split_sizes, concat_sizes)";
+    return d;
+  }());
+  return def;
+}
+
+// ---- all_to_all_single: inputs {x}; attrs ranks, input_split_sizes and
+// output_split_sizes (rows of dim 0 to each rank and from each rank). The
+// point-to-point transfers of boxing's slice-intersection path.
+
+void all_to_all_single_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& out = ctx.outputs[0];
+  const std::vector<int64_t>& sent = ctx.attrs.ints("input_split_sizes");
+  const std::vector<int64_t>& expected = ctx.attrs.ints("output_split_sizes");
+  std::vector<Tensor> pieces;
+  int64_t at = 0;
+  for (int64_t size : sent) {
+    pieces.push_back(x.narrow(0, at, size));
+    at += size;
+  }
+  const std::vector<Tensor> received = group("all_to_all_single", ctx.attrs).all_to_all(pieces);
+  at = 0;
+  for (size_t q = 0; q < received.size(); ++q) {
+    const int64_t size = expected[q];
+    TESSERA_CHECK(received[q].dim() >= 1 && received[q].shape()[0] == size, "[all_to_all_single] ",
+                  "rank ", q, " of the collective sent ", shape_str(received[q].shape()), " where ",
+                  size, " rows were expected (output_split_sizes ", shape_str(expected), ")");
+    if (size > 0) out.narrow(0, at, size).copy_(received[q]);
+    at += size;
+  }
+}
+
+const OpDef& all_to_all_single_op() {
+  static const OpDef& def = register_op([] {
+    OpDef d;
+    d.name = "all_to_all_single";
+    d.kind = OpKind::collective;
+    d.contiguous_inputs = true;
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      TensorMeta out = in.at(0);
+      TESSERA_CHECK(!out.shape.empty(), "[all_to_all_single] needs a tensor with at least one ",
+                    "dim, got a 0-d one");
+      const int64_t n = group_size(attrs);
+      (void)piece_sizes("all_to_all_single", "input_split_sizes", attrs.ints("input_split_sizes"),
+                        out.shape[0], n);
+      const std::vector<int64_t>& output = attrs.ints("output_split_sizes");
+      TESSERA_CHECK(static_cast<int64_t>(output.size()) == n, "[all_to_all_single] ",
+                    "output_split_sizes has ", output.size(), " entries for ", n, " ranks");
+      for (int64_t size : output) {
+        TESSERA_CHECK(size >= 0, "[all_to_all_single] output_split_sizes ", shape_str(output),
+                      " has a negative size");
+      }
+      out.shape[0] = sum_of(output);
+      return std::vector<TensorMeta>{out};
+    };
+    d.saves_inputs = false;
+    // The rows go back the way they came.
+    d.grad = [](const GradContext& c) {
+      const Attrs& a = c.attrs();
+      Attrs back{{"ranks", a.ints("ranks")},
+                 {"input_split_sizes", a.ints("output_split_sizes")},
+                 {"output_split_sizes", a.ints("input_split_sizes")}};
+      return std::vector<Tensor>{call1(all_to_all_single_op(), {c.grad_output(0)}, back)};
+    };
+    d.torch_name = "torch.distributed.nn.functional.all_to_all_single";
+    d.signature = "global::all_to_all_single(x, output_split_sizes, input_split_sizes, ranks)";
     return d;
   }());
   return def;
@@ -411,6 +477,7 @@ const bool registered = [] {
       {&all_gather_op(), all_gather_kernel},
       {&reduce_scatter_op(), reduce_scatter_kernel},
       {&all_to_all_op(), all_to_all_kernel},
+      {&all_to_all_single_op(), all_to_all_single_kernel},
       {&broadcast_op(), broadcast_kernel}};
   for (const auto& [op, kernel] : kernels) {
     register_kernel(op->name, DeviceType::cpu, kCollectiveDTypes, kernel);
@@ -467,6 +534,16 @@ Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim,
   if (!split_sizes.empty()) attrs.set("split_sizes", split_sizes);
   if (!concat_sizes.empty()) attrs.set("concat_sizes", concat_sizes);
   return call1(all_to_all_op(), {x}, attrs);
+}
+
+Tensor all_to_all_single(const Tensor& x, const std::vector<int64_t>& output_split_sizes,
+                         const std::vector<int64_t>& input_split_sizes,
+                         const std::vector<int>& ranks) {
+  TESSERA_CHECK(x.defined(), "[all_to_all_single] got an undefined tensor");
+  return call1(all_to_all_single_op(), {x},
+               {{"ranks", ranks_attr(ranks)},
+                {"input_split_sizes", input_split_sizes},
+                {"output_split_sizes", output_split_sizes}});
 }
 
 Tensor broadcast(const Tensor& x, int root, const std::vector<int>& ranks) {

@@ -13,6 +13,7 @@
 //   all_gather         <->  reduce_scatter (sum)
 //   reduce_scatter     <->  all_gather
 //   all_to_all         <->  all_to_all, dims swapped
+//   all_to_all_single  <->  all_to_all_single, split sizes swapped
 //   broadcast          <->  the sum of the gradients on the root, zeros elsewhere
 //
 // max and min reductions have no gradient.
@@ -55,6 +56,15 @@ Tensor reduce_scatter(const Tensor& x, int64_t dim = 0,
 Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim,
                   const std::vector<int>& ranks = {}, const std::vector<int64_t>& split_sizes = {},
                   const std::vector<int64_t>& concat_sizes = {});
+
+// Rows of dim 0 to each rank and from each rank, as
+// torch.distributed.nn.functional.all_to_all_single: x's first
+// input_split_sizes[q] rows (in order) go to rank q, and the result is the
+// rows every rank sent here, output_split_sizes[q] from rank q, in rank
+// order. Both lists have one entry per rank and may hold zeros.
+Tensor all_to_all_single(const Tensor& x, const std::vector<int64_t>& output_split_sizes,
+                         const std::vector<int64_t>& input_split_sizes,
+                         const std::vector<int>& ranks = {});
 
 // The root's x (root: an index into `ranks`) on every rank.
 Tensor broadcast(const Tensor& x, int root = 0, const std::vector<int>& ranks = {});

@@ -51,6 +51,12 @@ TEST(CollectiveOps, MisuseGivesClearErrors) {
   EXPECT_HAS(error_of([&] { global::all_gather(Tensor::scalar(1.0), 0); }),
              "[all_gather] needs a tensor with at least one dim");
   EXPECT_HAS(error_of([&] { global::broadcast(x, 2); }), "[broadcast] root 2 is not an index");
+  EXPECT_HAS(error_of([&] { global::all_to_all_single(x, {4}, {3}); }),
+             "[all_to_all_single] input_split_sizes [3] add up to 3, not the dim's 4");
+  EXPECT_HAS(error_of([&] {
+               global::all_to_all_single(x, {4, 0}, {4});
+             }),
+             "[all_to_all_single] output_split_sizes has 2 entries for 1 ranks");
   Tensor g = x.to_global(Placement::cpu(1), Sbp::split(0));
   EXPECT_HAS(error_of([&] { global::all_reduce(g); }),
              "[all_reduce] is a collective on local tensors");
@@ -75,6 +81,14 @@ TEST(CollectiveOps, InPlaceAllReduceWritesItsInput) {
 }
 
 using V = std::vector<Tensor>;
+TESSERA_SBP_CASE(
+    "all_to_all_single",
+    [] {
+      return V{uniform({3, 4}, -1, 1, 7)};
+    },
+    Attrs{{"ranks", std::vector<int64_t>{0}},
+          {"input_split_sizes", std::vector<int64_t>{3}},
+          {"output_split_sizes", std::vector<int64_t>{3}}});
 TESSERA_SBP_CASE(
     "all_reduce_",
     [] {

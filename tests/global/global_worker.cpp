@@ -797,6 +797,33 @@ void run_collective_grads(int n) {
          for (const Tensor& x : xs) pieces.push_back(x.narrow(1, r.start, r.size));
          return cat(pieces, 0);
        }});
+  // Rank r sends (r + 2q) % 3 rows (some none) to rank q.
+  auto rows_to = [](int r, int q) { return static_cast<int64_t>((r + 2 * q) % 3); };
+  auto sizes_from = [n, rows_to](int r, bool sending) {
+    std::vector<int64_t> sizes;
+    for (int q = 0; q < n; ++q) sizes.push_back(sending ? rows_to(r, q) : rows_to(q, r));
+    return sizes;
+  };
+  cases.push_back({"all_to_all_single (uneven, empty pieces)",
+                   {},
+                   [n, rows_to](int r) {
+                     int64_t rows = 0;
+                     for (int q = 0; q < n; ++q) rows += rows_to(r, q);
+                     return Shape{rows, 2};
+                   },
+                   [&](const Tensor& x) {
+                     return global::all_to_all_single(x, sizes_from(g_rank, false),
+                                                      sizes_from(g_rank, true));
+                   },
+                   [n, rows_to](const std::vector<Tensor>& xs, int k) {
+                     std::vector<Tensor> pieces;
+                     for (int r = 0; r < n; ++r) {
+                       int64_t start = 0;
+                       for (int q = 0; q < k; ++q) start += rows_to(r, q);
+                       pieces.push_back(xs[static_cast<size_t>(r)].narrow(0, start, rows_to(r, k)));
+                     }
+                     return cat(pieces, 0);
+                   }});
   cases.push_back(
       {"broadcast from the last rank",
        {},
