@@ -25,10 +25,20 @@ void* system_allocate(size_t nbytes) {
 }
 }  // namespace
 
+constexpr size_t kSmallLimit = 4096;  // classes up to here step by kAlignment
+
 struct CpuAllocator::State {
   std::mutex mutex;
+  // Free blocks per size class: the small classes indexed directly (a
+  // small op's output costs no hash), the others by size.
+  std::vector<void*> small_blocks[kSmallLimit / kAlignment];
   std::unordered_map<size_t, std::vector<void*>> free_blocks;
   AllocatorStats stats;
+
+  std::vector<void*>& blocks_of(size_t size) {
+    if (size <= kSmallLimit) return small_blocks[size / kAlignment - 1];
+    return free_blocks[size];
+  }
 };
 
 CpuAllocator& CpuAllocator::instance() {
@@ -58,10 +68,10 @@ void* CpuAllocator::allocate(size_t nbytes) {
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.free_blocks.find(size);
-    if (it != s.free_blocks.end() && !it->second.empty()) {
-      void* ptr = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>& blocks = s.blocks_of(size);
+    if (!blocks.empty()) {
+      void* ptr = blocks.back();
+      blocks.pop_back();
       s.stats.cached_bytes -= static_cast<int64_t>(size);
       s.stats.current_bytes += static_cast<int64_t>(size);
       s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.current_bytes);
@@ -86,7 +96,7 @@ void CpuAllocator::deallocate(void* ptr, size_t nbytes) {
   size_t size = round_size(nbytes);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.free_blocks[size].push_back(ptr);
+  s.blocks_of(size).push_back(ptr);
   s.stats.current_bytes -= static_cast<int64_t>(size);
   s.stats.cached_bytes += static_cast<int64_t>(size);
 }
@@ -106,11 +116,15 @@ void CpuAllocator::reset_peak() {
 void CpuAllocator::empty_cache() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (auto& [size, blocks] : s.free_blocks) {
+  auto release = [&s](size_t size, std::vector<void*>& blocks) {
     for (void* ptr : blocks) std::free(ptr);
     s.stats.cached_bytes -= static_cast<int64_t>(size * blocks.size());
     blocks.clear();
+  };
+  for (size_t i = 0; i < kSmallLimit / kAlignment; ++i) {
+    release((i + 1) * kAlignment, s.small_blocks[i]);
   }
+  for (auto& [size, blocks] : s.free_blocks) release(size, blocks);
   s.free_blocks.clear();
 }
 

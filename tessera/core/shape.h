@@ -4,10 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/dim_vector.h"
+
 namespace tessera {
 
-using Shape = std::vector<int64_t>;
-using Strides = std::vector<int64_t>;
+using Shape = DimVector;
+using Strides = DimVector;
 
 int64_t numel(const Shape& shape);
 

@@ -9,6 +9,8 @@
 
 namespace tessera {
 
+class Work;  // core/work.h
+
 // A block of device memory shared by a tensor and all its views. Memory
 // comes from (and returns to) the device's caching allocator.
 class Storage {
@@ -29,8 +31,19 @@ class Storage {
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  // Work that still writes this memory (an asynchronous collective). The
+  // dispatcher waits for it before a kernel reads or writes the memory, as
+  // a CUDA stream waits for an event. Set before the work can start, and
+  // waited on, by the thread that issued it.
+  void set_pending(std::shared_ptr<Work> work);
+  bool has_pending() const { return pending_ != nullptr; }
+  const std::shared_ptr<Work>& pending() const { return pending_; }
+  // Waits for the pending work, if any, and forgets it; rethrows its error.
+  void wait_pending();
+
  private:
   std::atomic<uint64_t> version_{0};
+  std::shared_ptr<Work> pending_;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;

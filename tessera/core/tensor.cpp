@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tessera/core/work_queue.h"
+
 namespace tessera {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
@@ -143,6 +145,9 @@ void* Tensor::raw_data() const {
   TESSERA_CHECK(!t.global, "[tensor] a global tensor (", placement_str(t.global->placement), ", ",
                 nd_sbp_str(t.global->sbp), ") has no data of its own here; use to_local() for ",
                 "this rank's shard");
+  // Memory an asynchronous collective still writes is read once it has
+  // finished (work on a queue's own thread runs in order and never waits).
+  if (t.storage->has_pending() && !WorkQueue::on_any_queue_thread()) t.storage->wait_pending();
   return static_cast<char*>(t.storage->data()) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 

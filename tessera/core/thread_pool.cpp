@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "tessera/core/work_queue.h"
+
 #ifdef TESSERA_OPENMP
 #include <omp.h>
 #endif
@@ -193,12 +195,16 @@ void set_num_threads(int count) {
   openmp_thread_count() = std::max(1, count);
 }
 
-void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn) {
+void detail::parallel_for_split(int64_t begin, int64_t end, int64_t grain,
+                                const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t length = end - begin;
   if (length <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int threads = num_threads();
+  if (WorkQueue::on_any_queue_thread()) {  // see below
+    fn(begin, end);
+    return;
+  }
   const int64_t chunks = std::min<int64_t>(4 * threads, (length + grain - 1) / grain);
   if (chunks <= 1 || threads == 1 || omp_in_parallel()) {
     fn(begin, end);
@@ -215,12 +221,15 @@ void set_num_threads(int count) {
   pool().resize(count);
 }
 
-void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn) {
+void detail::parallel_for_split(int64_t begin, int64_t end, int64_t grain,
+                                const std::function<void(int64_t, int64_t)>& fn) {
   int64_t length = end - begin;
   if (length <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  if (length <= grain || inside_worker) {
+  // A communication thread's host work (a collective's copies) stays on it:
+  // it is small, the pool belongs to the compute, and memory its collective
+  // still writes may be read there without waiting for itself.
+  if (length <= grain || inside_worker || WorkQueue::on_any_queue_thread()) {
     fn(begin, end);
     return;
   }

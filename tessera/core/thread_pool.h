@@ -18,8 +18,26 @@ void set_num_threads(int count);
 // `grain`, calls from inside a worker, and calls while another thread holds
 // the pool run inline on the calling thread. Exceptions from chunks are
 // rethrown on the caller.
-void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn);
+template <typename Fn>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn);
+
+namespace detail {
+// parallel_for's split across the threads.
+void parallel_for_split(int64_t begin, int64_t end, int64_t grain,
+                        const std::function<void(int64_t, int64_t)>& fn);
+}  // namespace detail
+
+// A range of one chunk runs here without building a std::function, so a
+// small op's loop costs a call, not an allocation.
+template <typename Fn>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
+  if (end - begin <= (grain < 1 ? 1 : grain)) {
+    if (end > begin) fn(begin, end);
+    return;
+  }
+  detail::parallel_for_split(begin, end, grain,
+                             std::function<void(int64_t, int64_t)>(std::ref(fn)));
+}
 
 // Elements per chunk that make a simple elementwise loop worth splitting.
 constexpr int64_t kElementwiseGrain = 32768;

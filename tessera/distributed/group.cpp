@@ -8,6 +8,8 @@
 
 #include "tessera/backend/cuda.h"
 #include "tessera/core/error.h"
+#include "tessera/core/grad_mode.h"
+#include "tessera/core/work_queue.h"
 #include "tessera/distributed/file_store.h"
 #include "tessera/distributed/gloo/gloo_group.h"
 #include "tessera/distributed/memory_store.h"
@@ -49,6 +51,39 @@ void count_traffic(const std::vector<Tensor>& payload) {
     bytes += piece.numel() * static_cast<int64_t>(dtype_size(piece.dtype()));
   traffic_calls += 1;
   traffic_bytes += bytes;
+}
+
+struct Group::Launcher {
+  // Kernels run on the queue's thread call ops: none of them is recorded.
+  WorkQueue queue{[] { set_grad_enabled(false); }};
+};
+
+Group::Group() = default;
+
+// A backend whose collectives may run on the communication thread waits
+// for them in its own destructor, while its members still exist.
+Group::~Group() = default;
+
+std::shared_ptr<Work> Group::launch(
+    std::function<void()> collective, bool async,
+    const std::function<void(const std::shared_ptr<Work>&)>& on_queued) {
+  if (async && concurrent_groups()) {
+    if (!launcher_) launcher_ = std::make_unique<Launcher>();
+    return launcher_->queue.submit(std::move(collective), on_queued);
+  }
+  // Now, on this thread, but after what is in flight: every rank issues
+  // this group's collectives in one order.
+  wait_launched();
+  try {
+    collective();
+  } catch (...) {
+    return completed_work(std::current_exception());
+  }
+  return completed_work();
+}
+
+void Group::wait_launched() {
+  if (launcher_ && !launcher_->queue.on_queue_thread()) launcher_->queue.drain();
 }
 
 const char* reduce_op_name(ReduceOp op) {

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/core/work.h"
 #include "tessera/distributed/backend.h"
 #include "tessera/distributed/environment.h"
 
@@ -23,7 +25,10 @@ const char* reduce_op_name(ReduceOp op);
 // peer, throws tessera::Error naming the op.
 class Group {
  public:
-  virtual ~Group() = default;
+  Group();
+  virtual ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
 
   // This process's index in [0, size()).
   virtual int rank() const = 0;
@@ -54,6 +59,25 @@ class Group {
   // Whether collectives of two different groups may run at once on two
   // threads (Gloo: yes; MPI: one thread in MPI at a time).
   virtual bool concurrent_groups() const { return false; }
+
+  // Runs `collective` (calls of this group's methods, and host work on
+  // their results) after every collective launched here before it. With
+  // `async`, where the backend lets collectives run on another thread
+  // (concurrent_groups()), it goes to this group's communication thread and
+  // launch returns at once: the caller computes while it runs. Otherwise it
+  // runs now, on the caller's thread. wait() on the returned Work rethrows
+  // what it threw. While launched work is in flight, reach this group only
+  // through launch (the collective ops do). `on_queued` gets the Work of
+  // an asynchronous launch before the collective can start.
+  std::shared_ptr<Work> launch(
+      std::function<void()> collective, bool async,
+      const std::function<void(const std::shared_ptr<Work>&)>& on_queued = {});
+  // Blocks until every collective launched here has finished.
+  void wait_launched();
+
+ private:
+  struct Launcher;
+  std::unique_ptr<Launcher> launcher_;  // made by the first asynchronous launch
 };
 
 // What this process has handed to collectives since reset_traffic(): the

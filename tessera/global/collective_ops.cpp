@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tessera/core/work.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
@@ -53,6 +54,52 @@ ReduceOp reduce_op(const Attrs& attrs) {
   if (name == "max") return ReduceOp::max;
   if (name == "min") return ReduceOp::min;
   return ReduceOp::sum;
+}
+
+// A collective kernel's work, with its own handles on the tensors and
+// attributes, so it can finish on the group's communication thread after
+// the dispatcher's call has returned.
+struct Job {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  Attrs attrs;
+};
+using JobFn = void (*)(Job&);
+
+bool async_of(const Attrs& attrs) {
+  return attrs.has("async") && attrs.b("async");
+}
+
+// The attributes a gradient's collective runs with: it blocks, so no
+// pending gradient ever reaches a leaf.
+Attrs blocking(const Attrs& attrs) {
+  Attrs copy = attrs;
+  copy.erase("async");
+  return copy;
+}
+
+// The kernel of a collective: its checks run here, on the caller's thread;
+// its data movement is launched on the group (asynchronously with the
+// "async" attribute where the backend allows). While it is in flight, the
+// outputs' storage holds its Work, so any kernel that touches them waits.
+template <JobFn body>
+void launched(KernelContext& ctx) {
+  distributed::Group& g = group(ctx.op.name.c_str(), ctx.attrs);
+  auto job = std::make_shared<Job>(Job{ctx.inputs, ctx.outputs, ctx.attrs});
+  std::vector<Storage*> written;
+  for (Tensor& out : ctx.outputs) {
+    if (Storage* storage = out.impl().storage.get()) written.push_back(storage);
+  }
+  std::shared_ptr<Work> work = g.launch([job] { body(*job); }, async_of(ctx.attrs),
+                                        [&](const std::shared_ptr<Work>& queued) {
+                                          for (Storage* storage : written) {
+                                            storage->set_pending(queued);
+                                          }
+                                        });
+  if (work->is_completed()) {
+    for (Storage* storage : written) storage->set_pending(nullptr);
+    work->wait();  // rethrows what the collective threw
+  }
 }
 
 // The per-rank sizes along a dim: `given` when set (checked), else
@@ -128,18 +175,17 @@ const OpDef& all_to_all_op();
 
 // ---- all_reduce: inputs {x}; attrs ranks, reduce.
 
-void all_reduce_kernel(KernelContext& ctx) {
-  Tensor& out = ctx.outputs[0];
-  out.copy_(ctx.inputs[0]);
-  group("all_reduce", ctx.attrs).all_reduce(out, reduce_op(ctx.attrs));
+void all_reduce_job(Job& job) {
+  Tensor& out = job.outputs[0];
+  out.copy_(job.inputs[0]);
+  group("all_reduce", job.attrs).all_reduce(out, reduce_op(job.attrs));
 }
 
 // ---- all_reduce_: in place, as torch.distributed.all_reduce; inputs {x}
 // (written); attrs ranks, reduce. Not differentiable (the out-of-place op
 // is): gradient buckets and other no-grad code reduce their own buffers.
-void all_reduce_in_place_kernel(KernelContext& ctx) {
-  Tensor x = ctx.inputs[0];
-  group("all_reduce_", ctx.attrs).all_reduce(x, reduce_op(ctx.attrs));
+void all_reduce_in_place_job(Job& job) {
+  group("all_reduce_", job.attrs).all_reduce(job.inputs[0], reduce_op(job.attrs));
 }
 
 const OpDef& all_reduce_in_place_op() {
@@ -171,7 +217,7 @@ const OpDef& all_reduce_op() {
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
       check_reduction_grad(c, "all_reduce");
-      return std::vector<Tensor>{call1(all_reduce_op(), {c.grad_output(0)}, c.attrs())};
+      return std::vector<Tensor>{call1(all_reduce_op(), {c.grad_output(0)}, blocking(c.attrs()))};
     };
     d.torch_name = "torch.distributed.nn.functional.all_reduce";
     d.signature = "global::all_reduce(x, op, ranks)";
@@ -182,21 +228,21 @@ const OpDef& all_reduce_op() {
 
 // ---- all_gather: inputs {x}; attrs ranks, dim, sizes (optional).
 
-void all_gather_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  const int64_t dim = ctx.attrs.i("dim");
+void all_gather_job(Job& job) {
+  const Tensor& x = job.inputs[0];
+  const int64_t dim = job.attrs.i("dim");
   const std::vector<int64_t> sizes =
-      gathered_sizes("all_gather", ctx.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
+      gathered_sizes("all_gather", job.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
   // The gathered dim goes first, where all_gather_uneven lets ranks differ.
   const std::vector<int64_t> perm = front_perm(dim, x.dim());
   std::vector<Tensor> parts =
-      group("all_gather", ctx.attrs).all_gather_uneven(x.permute(perm).contiguous());
+      group("all_gather", job.attrs).all_gather_uneven(x.permute(perm).contiguous());
   for (size_t q = 0; q < parts.size(); ++q) {
     TESSERA_CHECK(parts[q].dim() == x.dim() && parts[q].shape()[0] == sizes[q],
                   "[all_gather] rank ", q, " of the collective sent ", shape_str(parts[q].shape()),
                   " where ", sizes[q], " elements along dim ", dim, " were expected");
   }
-  ctx.outputs[0].copy_(cat(parts, 0).permute(inverse_of(perm)));
+  job.outputs[0].copy_(cat(parts, 0).permute(inverse_of(perm)));
 }
 
 const OpDef& all_gather_op() {
@@ -230,14 +276,14 @@ const OpDef& all_gather_op() {
 
 // ---- reduce_scatter: inputs {x}; attrs ranks, dim, reduce, sizes (optional).
 
-void reduce_scatter_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  const int64_t dim = ctx.attrs.i("dim");
-  const int64_t n = group_size(ctx.attrs), k = position("reduce_scatter", ctx.attrs);
+void reduce_scatter_job(Job& job) {
+  const Tensor& x = job.inputs[0];
+  const int64_t dim = job.attrs.i("dim");
+  const int64_t n = group_size(job.attrs), k = position("reduce_scatter", job.attrs);
   const std::vector<int64_t> sizes =
-      piece_sizes("reduce_scatter", "sizes", optional_ints(ctx.attrs, "sizes"),
+      piece_sizes("reduce_scatter", "sizes", optional_ints(job.attrs, "sizes"),
                   x.shape()[static_cast<size_t>(dim)], n);
-  distributed::Group& g = group("reduce_scatter", ctx.attrs);
+  distributed::Group& g = group("reduce_scatter", job.attrs);
   const bool even =
       std::all_of(sizes.begin(), sizes.end(), [&](int64_t size) { return size == sizes[0]; });
   int64_t start = 0;
@@ -245,8 +291,8 @@ void reduce_scatter_kernel(KernelContext& ctx) {
   if (!even) {
     // Backends reduce-scatter equal pieces only: reduce the whole, keep mine.
     Tensor whole = x.contiguous().clone();
-    g.all_reduce(whole, reduce_op(ctx.attrs));
-    ctx.outputs[0].copy_(whole.narrow(dim, start, sizes[static_cast<size_t>(k)]));
+    g.all_reduce(whole, reduce_op(job.attrs));
+    job.outputs[0].copy_(whole.narrow(dim, start, sizes[static_cast<size_t>(k)]));
     return;
   }
   std::vector<Tensor> pieces;
@@ -255,7 +301,7 @@ void reduce_scatter_kernel(KernelContext& ctx) {
     pieces.push_back(x.narrow(dim, at, size).contiguous());
     at += size;
   }
-  ctx.outputs[0].copy_(g.reduce_scatter(pieces, reduce_op(ctx.attrs)));
+  job.outputs[0].copy_(g.reduce_scatter(pieces, reduce_op(job.attrs)));
 }
 
 const OpDef& reduce_scatter_op() {
@@ -292,15 +338,15 @@ const OpDef& reduce_scatter_op() {
 // ---- all_to_all: inputs {x}; attrs ranks, split_dim, concat_dim,
 // split_sizes and concat_sizes (optional).
 
-void all_to_all_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  const int64_t i = ctx.attrs.i("concat_dim"), j = ctx.attrs.i("split_dim");
-  const int64_t n = group_size(ctx.attrs);
+void all_to_all_job(Job& job) {
+  const Tensor& x = job.inputs[0];
+  const int64_t i = job.attrs.i("concat_dim"), j = job.attrs.i("split_dim");
+  const int64_t n = group_size(job.attrs);
   const std::vector<int64_t> split =
-      piece_sizes("all_to_all", "split_sizes", optional_ints(ctx.attrs, "split_sizes"),
+      piece_sizes("all_to_all", "split_sizes", optional_ints(job.attrs, "split_sizes"),
                   x.shape()[static_cast<size_t>(j)], n);
   const std::vector<int64_t> concat =
-      gathered_sizes("all_to_all", ctx.attrs, "concat_sizes", x.shape()[static_cast<size_t>(i)]);
+      gathered_sizes("all_to_all", job.attrs, "concat_sizes", x.shape()[static_cast<size_t>(i)]);
   // Pieces travel flat with the concat dim first (all_to_all lets only
   // dim 0 differ) and are reshaped with the known sizes.
   const std::vector<int64_t> perm = front_perm(i, x.dim());
@@ -310,8 +356,8 @@ void all_to_all_kernel(KernelContext& ctx) {
     pieces.push_back(x.narrow(j, at, size).permute(perm).contiguous().reshape({-1}));
     at += size;
   }
-  std::vector<Tensor> received = group("all_to_all", ctx.attrs).all_to_all(pieces);
-  const Shape& out_shape = ctx.outputs[0].shape();
+  std::vector<Tensor> received = group("all_to_all", job.attrs).all_to_all(pieces);
+  const Shape& out_shape = job.outputs[0].shape();
   Shape permuted;
   for (int64_t p : perm) permuted.push_back(out_shape[static_cast<size_t>(p)]);
   for (int64_t q = 0; q < n; ++q) {
@@ -322,7 +368,7 @@ void all_to_all_kernel(KernelContext& ctx) {
                   " (", shape_str(permuted), ") were expected");
     piece = piece.reshape(permuted);
   }
-  ctx.outputs[0].copy_(cat(received, 0).permute(inverse_of(perm)));
+  job.outputs[0].copy_(cat(received, 0).permute(inverse_of(perm)));
 }
 
 const OpDef& all_to_all_op() {
@@ -369,18 +415,18 @@ const OpDef& all_to_all_op() {
 // output_split_sizes (rows of dim 0 to each rank and from each rank). The
 // point-to-point transfers of boxing's slice-intersection path.
 
-void all_to_all_single_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  Tensor& out = ctx.outputs[0];
-  const std::vector<int64_t>& sent = ctx.attrs.ints("input_split_sizes");
-  const std::vector<int64_t>& expected = ctx.attrs.ints("output_split_sizes");
+void all_to_all_single_job(Job& job) {
+  const Tensor& x = job.inputs[0];
+  Tensor& out = job.outputs[0];
+  const std::vector<int64_t>& sent = job.attrs.ints("input_split_sizes");
+  const std::vector<int64_t>& expected = job.attrs.ints("output_split_sizes");
   std::vector<Tensor> pieces;
   int64_t at = 0;
   for (int64_t size : sent) {
     pieces.push_back(x.narrow(0, at, size));
     at += size;
   }
-  const std::vector<Tensor> received = group("all_to_all_single", ctx.attrs).all_to_all(pieces);
+  const std::vector<Tensor> received = group("all_to_all_single", job.attrs).all_to_all(pieces);
   at = 0;
   for (size_t q = 0; q < received.size(); ++q) {
     const int64_t size = expected[q];
@@ -433,10 +479,10 @@ const OpDef& all_to_all_single_op() {
 
 // ---- broadcast: inputs {x}; attrs ranks, root.
 
-void broadcast_kernel(KernelContext& ctx) {
-  Tensor& out = ctx.outputs[0];
-  out.copy_(ctx.inputs[0]);
-  group("broadcast", ctx.attrs).broadcast(out, static_cast<int>(ctx.attrs.i("root")));
+void broadcast_job(Job& job) {
+  Tensor& out = job.outputs[0];
+  out.copy_(job.inputs[0]);
+  group("broadcast", job.attrs).broadcast(out, static_cast<int>(job.attrs.i("root")));
 }
 
 const OpDef& broadcast_op() {
@@ -466,19 +512,107 @@ const OpDef& broadcast_op() {
   return def;
 }
 
+// ---- send and recv: one rank's tensor to one peer (an index into ranks),
+// matched by tag, as torch.distributed.send/recv. send: inputs {x}; attrs
+// ranks, peer, tag; its output is a 0-d zero, a token whose backward
+// receives x's gradient from the peer. recv: no inputs; attrs ranks, peer,
+// tag, shape, dtype, device_type, device_index. A received tensor is a
+// leaf: the receiving stage sends its gradient back with send.
+
+const OpDef& recv_op();
+
+void check_peer(const char* op, const Attrs& attrs) {
+  const int64_t peer = attrs.i("peer"), n = group_size(attrs);
+  TESSERA_CHECK(peer >= 0 && peer < n, "[", op, "] peer ", peer, " is not an index into the ", n,
+                " ranks ", shape_str(attrs.ints("ranks")));
+  TESSERA_CHECK(peer != position(op, attrs), "[", op, "] peer ", peer,
+                " is this rank itself; a point-to-point transfer needs another rank");
+  TESSERA_CHECK(attrs.i("tag") >= 0, "[", op, "] tag must be >= 0, got ", attrs.i("tag"));
+}
+
+void send_job(Job& job) {
+  job.outputs[0].fill_(0.0);
+  group("send", job.attrs)
+      .send(job.inputs[0], static_cast<int>(job.attrs.i("peer")),
+            static_cast<int>(job.attrs.i("tag")));
+}
+
+const OpDef& send_op() {
+  static const OpDef& def = register_op([] {
+    OpDef d;
+    d.name = "send";
+    d.kind = OpKind::collective;
+    d.contiguous_inputs = true;
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+      check_peer("send", attrs);
+      TensorMeta token = in.at(0);
+      token.shape = {};
+      token.dtype = DType::f32;
+      return std::vector<TensorMeta>{token};
+    };
+    d.saves_inputs = false;
+    d.grad = [](const GradContext& c) {
+      const TensorMeta& x = c.input_meta(0);
+      Attrs from_peer{{"ranks", c.attrs().ints("ranks")},
+                      {"peer", c.attrs().i("peer")},
+                      {"tag", c.attrs().i("tag")},
+                      {"shape", x.shape.vec()},
+                      {"dtype", x.dtype},
+                      {"device_type", static_cast<int64_t>(x.device.type)},
+                      {"device_index", static_cast<int64_t>(x.device.index)}};
+      return std::vector<Tensor>{call1(recv_op(), {}, from_peer)};
+    };
+    d.torch_name = "torch.distributed.send";
+    d.signature = "global::send(x, peer, tag, ranks)";
+    return d;
+  }());
+  return def;
+}
+
+void recv_job(Job& job) {
+  group("recv", job.attrs)
+      .recv(job.outputs[0], static_cast<int>(job.attrs.i("peer")),
+            static_cast<int>(job.attrs.i("tag")));
+}
+
+const OpDef& recv_op() {
+  static const OpDef& def = register_op([] {
+    OpDef d;
+    d.name = "recv";
+    d.kind = OpKind::collective;
+    d.differentiable = false;
+    d.infer = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+      check_peer("recv", attrs);
+      TensorMeta out;
+      out.shape = attrs.ints("shape");
+      (void)checked_numel(out.shape, "recv");
+      out.dtype = attrs.get<DType>("dtype");
+      out.device = Device{static_cast<DeviceType>(attrs.i("device_type")),
+                          static_cast<int>(attrs.i("device_index"))};
+      return std::vector<TensorMeta>{out};
+    };
+    d.torch_name = "torch.distributed.recv";
+    d.signature = "global::recv(shape, dtype, peer, tag, ranks, device)";
+    return d;
+  }());
+  return def;
+}
+
 const std::vector<DType> kCollectiveDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
                                               DType::u8};
 
 // Registered at load time, for every device a Group can move data on.
 const bool registered = [] {
   const std::pair<const OpDef*, KernelFn> kernels[] = {
-      {&all_reduce_op(), all_reduce_kernel},
-      {&all_reduce_in_place_op(), all_reduce_in_place_kernel},
-      {&all_gather_op(), all_gather_kernel},
-      {&reduce_scatter_op(), reduce_scatter_kernel},
-      {&all_to_all_op(), all_to_all_kernel},
-      {&all_to_all_single_op(), all_to_all_single_kernel},
-      {&broadcast_op(), broadcast_kernel}};
+      {&all_reduce_op(), launched<all_reduce_job>},
+      {&all_reduce_in_place_op(), launched<all_reduce_in_place_job>},
+      {&all_gather_op(), launched<all_gather_job>},
+      {&reduce_scatter_op(), launched<reduce_scatter_job>},
+      {&all_to_all_op(), launched<all_to_all_job>},
+      {&all_to_all_single_op(), launched<all_to_all_single_job>},
+      {&broadcast_op(), launched<broadcast_job>},
+      {&send_op(), launched<send_job>},
+      {&recv_op(), launched<recv_job>}};
   for (const auto& [op, kernel] : kernels) {
     register_kernel(op->name, DeviceType::cpu, kCollectiveDTypes, kernel);
     register_kernel(op->name, DeviceType::cuda, kCollectiveDTypes, kernel);
@@ -496,32 +630,119 @@ const char* reduce_name(ReduceOp op) {
   return distributed::reduce_op_name(op);
 }
 
-}  // namespace
-
-Tensor all_reduce(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
-  return call1(all_reduce_op(), {x},
-               {{"ranks", ranks_attr(ranks)}, {"reduce", std::string(reduce_name(op))}});
+// Calls a collective op; with `async` the data may still be moving when
+// this returns, and the handle's wait() finishes it.
+PendingTensor issue(const OpDef& op, const Tensor& x, Attrs attrs, bool async) {
+  if (async) attrs.set("async", true);
+  std::vector<Tensor> inputs;
+  if (x.defined()) inputs.push_back(x);
+  return PendingTensor(call1(op, inputs, attrs));
 }
 
-void all_reduce_(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
-  call(all_reduce_in_place_op(), {x},
-       {{"ranks", ranks_attr(ranks)}, {"reduce", std::string(reduce_name(op))}});
+Attrs reduction_attrs(ReduceOp op, const std::vector<int>& ranks) {
+  return {{"ranks", ranks_attr(ranks)}, {"reduce", std::string(reduce_name(op))}};
 }
 
-Tensor all_gather(const Tensor& x, int64_t dim, const std::vector<int>& ranks,
-                  const std::vector<int64_t>& sizes) {
+Attrs all_gather_attrs(const Tensor& x, int64_t dim, const std::vector<int>& ranks,
+                       const std::vector<int64_t>& sizes) {
   Attrs attrs{{"ranks", ranks_attr(ranks)}, {"dim", checked_dim("all_gather", dim, x)}};
   if (!sizes.empty()) attrs.set("sizes", sizes);
-  return call1(all_gather_op(), {x}, attrs);
+  return attrs;
 }
 
-Tensor reduce_scatter(const Tensor& x, int64_t dim, ReduceOp op, const std::vector<int>& ranks,
-                      const std::vector<int64_t>& sizes) {
+Attrs reduce_scatter_attrs(const Tensor& x, int64_t dim, ReduceOp op, const std::vector<int>& ranks,
+                           const std::vector<int64_t>& sizes) {
   Attrs attrs{{"ranks", ranks_attr(ranks)},
               {"dim", checked_dim("reduce_scatter", dim, x)},
               {"reduce", std::string(reduce_name(op))}};
   if (!sizes.empty()) attrs.set("sizes", sizes);
-  return call1(reduce_scatter_op(), {x}, attrs);
+  return attrs;
+}
+
+Attrs all_to_all_single_attrs(const Tensor& x, const std::vector<int64_t>& output_split_sizes,
+                              const std::vector<int64_t>& input_split_sizes,
+                              const std::vector<int>& ranks) {
+  TESSERA_CHECK(x.defined(), "[all_to_all_single] got an undefined tensor");
+  return {{"ranks", ranks_attr(ranks)},
+          {"input_split_sizes", input_split_sizes},
+          {"output_split_sizes", output_split_sizes}};
+}
+
+Attrs broadcast_attrs(int root, const std::vector<int>& ranks) {
+  return {{"ranks", ranks_attr(ranks)}, {"root", int64_t{root}}};
+}
+
+Attrs point_to_point_attrs(int peer, int tag, const std::vector<int>& ranks) {
+  return {{"ranks", ranks_attr(ranks)}, {"peer", int64_t{peer}}, {"tag", int64_t{tag}}};
+}
+
+Attrs recv_attrs(const Shape& shape, DType dtype, int peer, int tag, const std::vector<int>& ranks,
+                 Device device) {
+  Attrs attrs = point_to_point_attrs(peer, tag, ranks);
+  attrs.set("shape", shape.vec());
+  attrs.set("dtype", dtype);
+  attrs.set("device_type", static_cast<int64_t>(device.type));
+  attrs.set("device_index", static_cast<int64_t>(device.index));
+  return attrs;
+}
+
+}  // namespace
+
+PendingTensor::PendingTensor(Tensor result) : result_(std::move(result)) {}
+
+Tensor PendingTensor::wait() {
+  if (result_.defined() && !result_.is_meta() && !result_.is_global()) {
+    result_.impl().storage->wait_pending();
+  }
+  return result_;
+}
+
+bool PendingTensor::is_completed() const {
+  if (!result_.defined() || result_.is_meta() || result_.is_global()) return true;
+  const std::shared_ptr<Work> work = result_.impl().storage->pending();
+  return work == nullptr || work->is_completed();
+}
+
+Tensor all_reduce(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
+  return all_reduce_async(x, op, ranks, false).wait();
+}
+
+PendingTensor all_reduce_async(const Tensor& x, ReduceOp op, const std::vector<int>& ranks,
+                               bool async) {
+  return issue(all_reduce_op(), x, reduction_attrs(op, ranks), async);
+}
+
+void all_reduce_(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
+  all_reduce_async_(x, op, ranks, false).wait();
+}
+
+PendingTensor all_reduce_async_(const Tensor& x, ReduceOp op, const std::vector<int>& ranks,
+                                bool async) {
+  Attrs attrs = reduction_attrs(op, ranks);
+  if (async) attrs.set("async", true);
+  call(all_reduce_in_place_op(), {x}, attrs);
+  return PendingTensor(x);
+}
+
+Tensor all_gather(const Tensor& x, int64_t dim, const std::vector<int>& ranks,
+                  const std::vector<int64_t>& sizes) {
+  return all_gather_async(x, dim, ranks, sizes, false).wait();
+}
+
+PendingTensor all_gather_async(const Tensor& x, int64_t dim, const std::vector<int>& ranks,
+                               const std::vector<int64_t>& sizes, bool async) {
+  return issue(all_gather_op(), x, all_gather_attrs(x, dim, ranks, sizes), async);
+}
+
+Tensor reduce_scatter(const Tensor& x, int64_t dim, ReduceOp op, const std::vector<int>& ranks,
+                      const std::vector<int64_t>& sizes) {
+  return reduce_scatter_async(x, dim, op, ranks, sizes, false).wait();
+}
+
+PendingTensor reduce_scatter_async(const Tensor& x, int64_t dim, ReduceOp op,
+                                   const std::vector<int>& ranks, const std::vector<int64_t>& sizes,
+                                   bool async) {
+  return issue(reduce_scatter_op(), x, reduce_scatter_attrs(x, dim, op, ranks, sizes), async);
 }
 
 Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim,
@@ -533,21 +754,50 @@ Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim,
   Attrs attrs{{"ranks", ranks_attr(ranks)}, {"split_dim", j}, {"concat_dim", i}};
   if (!split_sizes.empty()) attrs.set("split_sizes", split_sizes);
   if (!concat_sizes.empty()) attrs.set("concat_sizes", concat_sizes);
-  return call1(all_to_all_op(), {x}, attrs);
+  return issue(all_to_all_op(), x, attrs, false).wait();
 }
 
 Tensor all_to_all_single(const Tensor& x, const std::vector<int64_t>& output_split_sizes,
                          const std::vector<int64_t>& input_split_sizes,
                          const std::vector<int>& ranks) {
-  TESSERA_CHECK(x.defined(), "[all_to_all_single] got an undefined tensor");
-  return call1(all_to_all_single_op(), {x},
-               {{"ranks", ranks_attr(ranks)},
-                {"input_split_sizes", input_split_sizes},
-                {"output_split_sizes", output_split_sizes}});
+  return all_to_all_single_async(x, output_split_sizes, input_split_sizes, ranks, false).wait();
+}
+
+PendingTensor all_to_all_single_async(const Tensor& x,
+                                      const std::vector<int64_t>& output_split_sizes,
+                                      const std::vector<int64_t>& input_split_sizes,
+                                      const std::vector<int>& ranks, bool async) {
+  return issue(all_to_all_single_op(), x,
+               all_to_all_single_attrs(x, output_split_sizes, input_split_sizes, ranks), async);
 }
 
 Tensor broadcast(const Tensor& x, int root, const std::vector<int>& ranks) {
-  return call1(broadcast_op(), {x}, {{"ranks", ranks_attr(ranks)}, {"root", int64_t{root}}});
+  return broadcast_async(x, root, ranks, false).wait();
+}
+
+PendingTensor broadcast_async(const Tensor& x, int root, const std::vector<int>& ranks,
+                              bool async) {
+  return issue(broadcast_op(), x, broadcast_attrs(root, ranks), async);
+}
+
+Tensor send(const Tensor& x, int peer, int tag, const std::vector<int>& ranks) {
+  return send_async(x, peer, tag, ranks, false).wait();
+}
+
+PendingTensor send_async(const Tensor& x, int peer, int tag, const std::vector<int>& ranks,
+                         bool async) {
+  TESSERA_CHECK(x.defined(), "[send] got an undefined tensor");
+  return issue(send_op(), x, point_to_point_attrs(peer, tag, ranks), async);
+}
+
+Tensor recv(const Shape& shape, DType dtype, int peer, int tag, const std::vector<int>& ranks,
+            Device device) {
+  return recv_async(shape, dtype, peer, tag, ranks, device, false).wait();
+}
+
+PendingTensor recv_async(const Shape& shape, DType dtype, int peer, int tag,
+                         const std::vector<int>& ranks, Device device, bool async) {
+  return issue(recv_op(), Tensor(), recv_attrs(shape, dtype, peer, tag, ranks, device), async);
 }
 
 }  // namespace tessera::global

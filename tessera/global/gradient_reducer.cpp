@@ -18,19 +18,16 @@
 //   benchmarks run on, two ranks already use every core and the extra thread
 //   made the data-parallel step slower (bench/dp_bench).
 
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tessera/autograd/engine.h"
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/work_queue.h"
 #include "tessera/distributed/group.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/collective_ops.h"
@@ -43,58 +40,32 @@ namespace tessera {
 
 namespace {
 
+// The communication thread: a WorkQueue whose failures wait() reports.
 class GradientReducer {
  public:
-  GradientReducer() : worker_([this] { run(); }) {}
+  void submit(std::function<void()> task) { works_.push_back(queue_.submit(std::move(task))); }
 
-  void submit(std::function<void()> task) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
-    ready_.notify_one();
-  }
-
-  // Blocks until the queue is empty and idle; rethrows the first failure.
+  // Blocks until everything submitted has run; rethrows the first failure.
   void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
-    if (error_) {
-      std::exception_ptr error = error_;
-      error_ = nullptr;
-      std::rethrow_exception(error);
+    std::vector<std::shared_ptr<Work>> works = std::move(works_);
+    works_.clear();
+    std::exception_ptr first;
+    for (const std::shared_ptr<Work>& work : works) {
+      try {
+        work->wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
     }
+    if (first) std::rethrow_exception(first);
   }
 
  private:
-  void run() {
+  WorkQueue queue_{[] {
     global::use_gradient_groups(true);
-    NoGradGuard no_grad;
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !queue_.empty(); });
-        task = std::move(queue_.front());
-        queue_.pop_front();
-        busy_ = true;
-      }
-      try {
-        task();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = false;
-      if (queue_.empty()) idle_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_, idle_;
-  std::deque<std::function<void()>> queue_;
-  bool busy_ = false;
-  std::exception_ptr error_;
-  std::thread worker_;
+    set_grad_enabled(false);
+  }};
+  std::vector<std::shared_ptr<Work>> works_;
 };
 
 // Made on first use and never destroyed: the thread waits for work until

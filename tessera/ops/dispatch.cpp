@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/storage.h"
+#include "tessera/core/work_queue.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/layout_attrs.h"
 
@@ -114,6 +116,18 @@ class MetaHandler final : public Handler {
   }
 };
 
+// Waits for asynchronous work (a collective in flight) still writing the
+// tensors' memory, as a CUDA stream waits for an event. Work on a queue's
+// own thread runs in queue order, so it never waits.
+void wait_for_writers(const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    Storage* storage = t.impl().storage.get();
+    if (storage != nullptr && storage->has_pending() && !WorkQueue::on_any_queue_thread()) {
+      storage->wait_pending();
+    }
+  }
+}
+
 class LocalHandler final : public Handler {
  public:
   const char* name() const override { return "eager-local"; }
@@ -138,6 +152,7 @@ class LocalHandler final : public Handler {
         outputs.push_back(Tensor::empty(meta.shape, meta.dtype, meta.device));
       }
     }
+    wait_for_writers(inputs);
     Workspace workspace(device);
     if (op.contiguous_inputs) {
       const std::vector<Tensor> dense = contiguous_all(inputs, op);

@@ -1,8 +1,10 @@
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <set>
 #include <thread>
 
+#include "tessera/core/work_queue.h"
 #include "testing.h"
 
 namespace tessera::testing {
@@ -210,6 +212,71 @@ TEST(Shape, DimsOfAZeroDimTensorNameNoAxis) {
   EXPECT_TRUE(normalize_dims({0}, 0, "sum").empty());
   EXPECT_TRUE(normalize_dims({-1}, 0, "sum").empty());
   EXPECT_HAS(error_of([] { normalize_dims({1}, 0, "sum"); }), "[sum] dim 1 is out of range");
+}
+
+TEST(DimVector, ReadsLikeAVectorInlineAndOnTheHeap) {
+  Shape small{2, 3, 4};
+  EXPECT_EQ(small.size(), 3u);
+  EXPECT_EQ(small.capacity(), DimVector::kInline);  // no heap block for a 3-d shape
+  small.insert(small.begin() + 1, 7);
+  EXPECT_EQ(small, (Shape{2, 7, 3, 4}));
+  small.erase(small.begin());
+  EXPECT_EQ(small, (Shape{7, 3, 4}));
+  // Beyond kInline values it moves to the heap and keeps every value.
+  Shape big;
+  for (int64_t i = 0; i < 20; ++i) big.push_back(i);
+  EXPECT_EQ(big.size(), 20u);
+  EXPECT_GE(big.capacity(), 20u);
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], i);
+  // Copies and moves, inline and heap, in both directions.
+  Shape copy = big;
+  Shape moved = std::move(copy);
+  EXPECT_EQ(moved, big);
+  EXPECT_TRUE(copy.empty());  // NOLINT(bugprone-use-after-move): a moved-from vector is empty
+  moved = small;
+  EXPECT_EQ(moved, small);
+  Shape from_heap = std::move(big);
+  EXPECT_EQ(from_heap.size(), 20u);
+  // It converts to and from std::vector<int64_t>, and compares with one.
+  std::vector<int64_t> as_vector = small;
+  EXPECT_EQ(as_vector, (std::vector<int64_t>{7, 3, 4}));
+  EXPECT_EQ(Shape(as_vector), small);
+  EXPECT_TRUE(small == as_vector);
+  EXPECT_LT((Shape{1, 2}), (Shape{1, 3}));
+  // insert of its own values copies them first.
+  Shape self{1, 2};
+  self.insert(self.begin(), self.begin(), self.end());
+  EXPECT_EQ(self, (Shape{1, 2, 1, 2}));
+  self.resize(6, 9);
+  EXPECT_EQ(self, (Shape{1, 2, 1, 2, 9, 9}));
+  EXPECT_THROW((void)self.at(6), std::out_of_range);
+}
+
+TEST(WorkQueue, RunsTasksInOrderOnItsThreadAndHandsBackErrors) {
+  WorkQueue queue;
+  std::vector<int> order;
+  std::atomic<bool> on_queue{true};
+  std::vector<std::shared_ptr<Work>> works;
+  for (int i = 0; i < 5; ++i) {
+    works.push_back(queue.submit([&, i] {
+      if (!queue.on_queue_thread() || !WorkQueue::on_any_queue_thread()) on_queue = false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      order.push_back(i);
+    }));
+  }
+  std::shared_ptr<Work> failing = queue.submit([] { TESSERA_FAIL("[test] the task failed"); });
+  EXPECT_FALSE(WorkQueue::on_any_queue_thread());
+  works.back()->wait();
+  EXPECT_TRUE(works.front()->is_completed());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(on_queue);
+  EXPECT_THROW(failing->wait(), Error);
+  EXPECT_THROW(failing->wait(), Error);  // every wait reports it
+  queue.drain();
+  EXPECT_TRUE(queue.idle());
+  std::shared_ptr<Work> done = completed_work();
+  EXPECT_TRUE(done->is_completed());
+  done->wait();
 }
 
 }  // namespace

@@ -832,8 +832,71 @@ void run_collective_grads(int n) {
        },
        [n](const Tensor& x) { return global::broadcast(x, n - 1); },
        [n](const std::vector<Tensor>& xs, int) { return xs[static_cast<size_t>(n - 1)]; }});
+  // The _async forms, waited on at once, give the same values and gradients.
+  cases.push_back({"all_reduce (async)",
+                   {},
+                   [](int) {
+                     return Shape{3, 2};
+                   },
+                   [](const Tensor& x) { return global::all_reduce_async(x).wait(); },
+                   [&](const std::vector<Tensor>& xs, int) { return sum_all(xs); }});
+  cases.push_back(
+      {"all_gather (async, uneven, dim 1)",
+       {},
+       [](int r) {
+         return Shape{2, r + 1};
+       },
+       [&](const Tensor& x) { return global::all_gather_async(x, 1, {}, gather_sizes).wait(); },
+       [](const std::vector<Tensor>& xs, int) { return cat(xs, 1); }});
   uint64_t salt = 1;
   for (const CollectiveCase& c : cases) check_collective(c, n, salt++);
+
+  // Several collectives in flight at once, with compute between them; a
+  // kernel reading a buffer that an in-place all-reduce still writes waits.
+  {
+    std::vector<Tensor> a, b, c;
+    for (int r = 0; r < n; ++r) {
+      a.push_back(case_input({64}, r, 200));
+      b.push_back(case_input({3, 5}, r, 201));
+      c.push_back(case_input({8}, r, 202));
+    }
+    global::PendingTensor ra = global::all_reduce_async(a[static_cast<size_t>(g_rank)]);
+    global::PendingTensor rb = global::all_gather_async(b[static_cast<size_t>(g_rank)], 0);
+    Tensor buffer = c[static_cast<size_t>(g_rank)].clone();
+    global::PendingTensor rc = global::all_reduce_async_(buffer);
+    Tensor product = matmul(ones({48, 48}), ones({48, 48}));
+    check_close(product, full({48, 48}, 48.0), 0, "compute while collectives are in flight");
+    check_close(rb.wait(), cat(b, 0), 0, "all_gather in flight");
+    check_close(ra.wait(), sum_all(a), 1e-12, "all_reduce in flight");
+    check_close(add(buffer, 0.0), sum_all(c), 1e-12, "all_reduce_ in flight, read by a kernel");
+    CHECK_WORKER(rc.is_completed(), "the in-place all-reduce was waited for by the kernel");
+  }
+
+  // Point to point: rank 2p sends 3x to rank 2p + 1, whose loss is
+  // sum(y * y * w); the gradient comes back through the send's token.
+  const int partner = g_rank ^ 1;
+  if (partner < n) {
+    const Shape shape{2, 3};
+    if (g_rank % 2 == 0) {
+      Tensor x = case_input(shape, g_rank, 300).clone().set_requires_grad();
+      Tensor h = mul(x, 3.0);
+      Tensor token = global::send(h, partner, 7);
+      CHECK_WORKER(token.dim() == 0 && token.item<float>() == 0.0f, "send's token is a 0-d zero");
+      token.backward();
+      CHECK_WORKER(x.grad().defined(), "send: no gradient came back");
+      const Tensor w = case_input(shape, partner, 301);
+      check_close(x.grad(), mul(mul(h.detach(), w), 6.0), 1e-12, "send gradient");
+    } else {
+      Tensor y = global::recv_async(shape, DType::f64, partner, 7).wait().set_requires_grad();
+      check_close(y, mul(case_input(shape, partner, 300), 3.0), 0, "recv");
+      sum(mul(mul(y, y), case_input(shape, g_rank, 301))).backward();
+      global::send(y.grad(), partner, 7);
+    }
+  }
+  const std::string to_self = tessera::testing::error_of([&] { global::send(ones({2}), g_rank); });
+  CHECK_WORKER(to_self.find("[send] peer " + std::to_string(g_rank) + " is this rank itself") !=
+                   std::string::npos,
+               "got: ", to_self);
 
   // max has no gradient, and the message says so.
   Tensor x = case_input({3}, g_rank, 99).set_requires_grad();

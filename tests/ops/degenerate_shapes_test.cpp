@@ -519,9 +519,10 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
   // (collective_ops_test, global_worker) and tests/backend/cuda_test.cpp
   // cover them.
   const std::set<std::string> dimless = {
-      "sgd_step",       "sgd_momentum_step", "adam_step",   "all_reduce",       "all_gather",
-      "reduce_scatter", "all_to_all",        "broadcast",   "to_global",        "local_to_global",
-      "to_local",       "to_device",         "all_reduce_", "all_to_all_single"};
+      "sgd_step",    "sgd_momentum_step", "adam_step",  "all_reduce",
+      "all_gather",  "reduce_scatter",    "all_to_all", "broadcast",
+      "to_global",   "local_to_global",   "to_local",   "to_device",
+      "all_reduce_", "all_to_all_single", "send",       "recv"};
   std::string missing;
   for (const OpDef* op : all_ops()) {
     if (!reached.count(op->name) && !factories.count(op->name) && !dimless.count(op->name)) {

@@ -2,10 +2,13 @@
 // every call, and the handlers of the layers above are installed.
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tessera/backend/cuda.h"
 #include "tessera/core/allocator.h"
+#include "tessera/core/work_queue.h"
 #include "tessera/ops/dispatch.h"
 #include "tessera/optim/adam.h"
 #include "tessera/optim/clip_grad.h"
@@ -41,13 +44,45 @@ TEST(MetaTensors, EveryOpInfersTheRealOutputs) {
     }
   }
   // A transfer to another device has no SBP case (a global tensor does not
-  // change device); its meta call is checked below.
+  // change device); its meta call is checked below, as are send and recv's
+  // (which need a peer to run for real).
   covered.insert("to_device");
+  covered.insert("send");
+  covered.insert("recv");
   std::string missing;
   for (const OpDef* op : all_ops()) {
     if (!covered.count(op->name) && !op->global_only) missing += " " + op->name;
   }
   EXPECT_TRUE(missing.empty()) << "ops never run on meta tensors:" << missing;
+}
+
+TEST(MetaTensors, PointToPointOpsInferTheirOutputs) {
+  // Rank 0 of a 2-rank job, as a planner would see it: nothing moves.
+  const Attrs pair{
+      {"ranks", std::vector<int64_t>{0, 1}}, {"peer", int64_t{1}}, {"tag", int64_t{3}}};
+  Tensor token = call1(find_op("send"), {Tensor::empty({4, 2}, DType::f64, Device::meta())}, pair);
+  EXPECT_TRUE(token.is_meta());
+  EXPECT_EQ(token.dim(), 0);
+  EXPECT_EQ(token.dtype(), DType::f32);
+  Attrs from_peer = pair;
+  from_peer.set("shape", std::vector<int64_t>{5, 3})
+      .set("dtype", DType::i64)
+      .set("device_type", static_cast<int64_t>(DeviceType::meta))
+      .set("device_index", int64_t{0});
+  Tensor received = call1(find_op("recv"), {}, from_peer);
+  EXPECT_TRUE(received.is_meta());
+  EXPECT_EQ(received.shape(), (Shape{5, 3}));
+  EXPECT_EQ(received.dtype(), DType::i64);
+  Attrs self = pair;
+  self.set("peer", int64_t{0});
+  EXPECT_HAS(error_of([&] {
+               call(find_op("recv"), {},
+                    self.set("shape", std::vector<int64_t>{1})
+                        .set("dtype", DType::f32)
+                        .set("device_type", int64_t{0})
+                        .set("device_index", int64_t{0}));
+             }),
+             "[recv] peer 0 is this rank itself");
 }
 
 TEST(MetaTensors, PublicFunctionsAndAutogradRunOnMeta) {
@@ -273,6 +308,34 @@ TEST(Dispatcher, WorkspaceServesAlignedBuffersAndCountsThem) {
     EXPECT_GT(CpuAllocator::instance().stats().current_bytes, before);
   }
   EXPECT_EQ(CpuAllocator::instance().stats().current_bytes, before);
+}
+
+TEST(Dispatcher, KernelsWaitForWorkStillWritingTheirInputs) {
+  // Work on another thread still writes `t` (as an asynchronous collective
+  // does); a kernel that reads it, and one that writes it, wait for it.
+  WorkQueue queue;
+  Tensor t = zeros({4});
+  Storage& storage = *t.impl().storage;
+  std::shared_ptr<Work> work = queue.submit(
+      [t]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        float* data = t.data<float>();
+        for (int i = 0; i < 4; ++i) data[i] = static_cast<float>(i + 1);
+      },
+      [&](const std::shared_ptr<Work>& queued) { storage.set_pending(queued); });
+  EXPECT_TRUE(storage.has_pending());
+  EXPECT_EQ(add(t, 1.0).to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_FALSE(storage.has_pending());
+  EXPECT_TRUE(work->is_completed());
+
+  // A view shares the storage, so it waits too; and an error of the work
+  // reaches the kernel that waits for it.
+  Tensor u = zeros({2, 2});
+  std::shared_ptr<Work> failing = queue.submit(
+      [] { TESSERA_FAIL("[test] the collective failed"); },
+      [&](const std::shared_ptr<Work>& queued) { u.impl().storage->set_pending(queued); });
+  EXPECT_HAS(error_of([&] { u.narrow(0, 0, 1).fill_(3.0); }), "[test] the collective failed");
+  EXPECT_FALSE(u.impl().storage->has_pending());
 }
 
 TEST(Dispatcher, HandlersAreInstalledByTheirLayers) {

@@ -162,7 +162,11 @@ GlooGroup::GlooGroup(const GlooGroup& parent, std::string prefix, std::vector<in
   connect("split", timeout_);
 }
 
-GlooGroup::~GlooGroup() = default;
+// Collectives still on the communication thread use this group: they finish first.
+GlooGroup::~GlooGroup() {
+  wait_launched();
+}
+
 GlooGroup::Check::Check(const char* op_name, Layout layout, std::string rule)
     : op(op_name), mine(std::move(layout)), hint(std::move(rule)) {}
 GlooGroup::Check::~Check() = default;
