@@ -13,7 +13,9 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace tessera {
@@ -43,11 +45,14 @@ class DimVector {
     assign(first, last);
   }
   // NOLINTNEXTLINE(google-explicit-constructor): a std::vector is a shape
-  DimVector(const std::vector<int64_t>& values) { assign(values.begin(), values.end()); }
-  DimVector(const DimVector& other) { assign(other.begin(), other.end()); }
+  DimVector(const std::vector<int64_t>& values) { copy_from(values.data(), values.size()); }
+  DimVector(const DimVector& other) { copy_from(other.data(), other.size()); }
   DimVector(DimVector&& other) noexcept { take(other); }
   DimVector& operator=(const DimVector& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != &other) {
+      clear();
+      copy_from(other.data(), other.size());
+    }
     return *this;
   }
   DimVector& operator=(DimVector&& other) noexcept {
@@ -189,6 +194,13 @@ class DimVector {
     other.heap_ = nullptr;
     other.size_ = 0;
     other.capacity_ = kInline;
+  }
+  // Makes this empty vector hold `count` values from `values` (which may be
+  // its own): one copy, and no heap block up to kInline.
+  void copy_from(const int64_t* values, size_t count) {
+    reserve(count);
+    if (count > 0) std::memmove(data(), values, count * sizeof(int64_t));
+    size_ = count;
   }
   // Makes room for `count` values at `pos`; returns its index.
   size_t open_gap(const_iterator pos, size_t count) {
