@@ -360,6 +360,7 @@ std::string GlooGroup::error_of_compatible(const Check& check, size_t i) const {
 }
 
 void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
   count_traffic(tensor);
   // Every rank reaches its first all_reduce together (SPMD), whatever the shape.
@@ -402,10 +403,12 @@ std::vector<int64_t> GlooGroup::gather_int64(const char* op, const std::vector<i
 }
 
 std::vector<Tensor> GlooGroup::all_gather(const Tensor& tensor) {
+  wait_launched();  // after what is in flight on this group, in one order
   return gather("all_gather", tensor, true);
 }
 
 std::vector<Tensor> GlooGroup::all_gather_uneven(const Tensor& tensor) {
+  wait_launched();  // after what is in flight on this group, in one order
   return gather("all_gather_uneven", tensor, false);
 }
 
@@ -455,6 +458,7 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
 }
 
 std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_per_rank("all_to_all", inputs, size_, kMoveDTypes, false, where());
   count_traffic(inputs);
   // Every rank learns every rank's row counts and layout, so each knows what it receives.
@@ -513,6 +517,7 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
 }
 
 Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where());
   count_traffic(inputs);
   Check check{"reduce_scatter", layout_of(inputs[0]),
@@ -591,6 +596,7 @@ void GlooGroup::setup_shared_memory() {
 }
 
 void GlooGroup::broadcast(Tensor& tensor, int root) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_tensor("broadcast", tensor, kMoveDTypes, where());
   check_peer("broadcast", root, size_, true, rank_, where());
   count_traffic(tensor);
@@ -607,6 +613,7 @@ void GlooGroup::broadcast(Tensor& tensor, int root) {
 }
 
 void GlooGroup::send(const Tensor& tensor, int peer, int tag) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_tensor("send", tensor, kMoveDTypes, where());
   check_peer("send", peer, size_, false, rank_, where());
   TESSERA_CHECK(tag >= 0, "[send] ", where(), ": tag must be >= 0, got ", tag);
@@ -614,6 +621,7 @@ void GlooGroup::send(const Tensor& tensor, int peer, int tag) {
 }
 
 void GlooGroup::recv(Tensor& tensor, int peer, int tag) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_tensor("recv", tensor, kMoveDTypes, where());
   check_peer("recv", peer, size_, false, rank_, where());
   TESSERA_CHECK(tag >= 0, "[recv] ", where(), ": tag must be >= 0, got ", tag);
@@ -656,6 +664,7 @@ void GlooGroup::point_to_point(const char* op, const Tensor& tensor, int peer, i
 }
 
 void GlooGroup::barrier() {
+  wait_launched();  // after what is in flight on this group, in one order
   gloo::BarrierOptions options(context_);
   options.setTag(next_tag());
   options.setTimeout(timeout_);
@@ -663,6 +672,7 @@ void GlooGroup::barrier() {
 }
 
 std::shared_ptr<Group> GlooGroup::split(const std::vector<int>& ranks) {
+  wait_launched();  // after what is in flight on this group, in one order
   check_split(ranks, size_, rank_, where());
   std::string prefix =
       prefix_ + "split" + ranks_str(ranks) + "#" + std::to_string(split_counts_[ranks]++) + "/";
