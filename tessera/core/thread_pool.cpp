@@ -43,7 +43,7 @@ int default_thread_count() {
 }
 
 #ifndef TESSERA_OPENMP
-thread_local bool inside_worker = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool inside_worker = false;
 
 // Without OpenMP: our own pool. Workers sleep on a condition variable between
 // jobs (no spinning, so they never compete with other threads for the

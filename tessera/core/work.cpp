@@ -6,7 +6,7 @@ namespace tessera {
 
 namespace {
 
-thread_local bool queue_thread = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool queue_thread = false;
 
 class CompletedWork final : public Work {
  public:

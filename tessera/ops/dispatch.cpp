@@ -188,13 +188,17 @@ Handlers& handlers() {
 }
 
 // The mode handlers of this thread, innermost last.
-thread_local std::vector<Handler*> modes;
+// A fixed array, not a vector: a trivially built thread_local is one load
+// from the thread pointer, where a vector's needs a guard call every time.
+constexpr int kMaxModes = 16;
+[[gnu::tls_model("initial-exec")]] thread_local Handler* modes[kMaxModes];
+[[gnu::tls_model("initial-exec")]] thread_local int mode_count = 0;
 
 // Takes the innermost mode off the stack while it runs one call.
 class ModeTurn {
  public:
-  ModeTurn() : handler_(modes.back()) { modes.pop_back(); }
-  ~ModeTurn() { modes.push_back(handler_); }
+  ModeTurn() : handler_(modes[--mode_count]) {}
+  ~ModeTurn() { modes[mode_count++] = handler_; }
   Handler& handler() const { return *handler_; }
 
  private:
@@ -264,10 +268,12 @@ Handler* handler_for(DispatchKey key) {
 }
 
 HandlerScope::HandlerScope(Handler& handler) {
-  modes.push_back(&handler);
+  TESSERA_CHECK(mode_count < kMaxModes, "[dispatch] more than ", kMaxModes,
+                " mode handlers are nested on this thread");
+  modes[mode_count++] = &handler;
 }
 HandlerScope::~HandlerScope() {
-  modes.pop_back();
+  --mode_count;
 }
 
 DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
@@ -312,7 +318,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
   }
 
   std::vector<Tensor> outputs;
-  if (!modes.empty()) {
+  if (mode_count > 0) {
     ModeTurn turn;
     outputs = turn.handler().run(op, inputs, attrs);
   } else if (key == DispatchKey::global) {
