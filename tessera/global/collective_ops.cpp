@@ -44,11 +44,6 @@ int64_t group_size(const Attrs& attrs) {
   return static_cast<int64_t>(attrs.ints("ranks").size());
 }
 
-distributed::Group& group(const char* op, const Attrs& attrs) {
-  (void)position(op, attrs);
-  return *group_of(ranks_of(attrs));
-}
-
 ReduceOp reduce_op(const Attrs& attrs) {
   const std::string& name = attrs.get<std::string>("reduce");
   if (name == "max") return ReduceOp::max;
@@ -63,6 +58,9 @@ struct Job {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
   Attrs attrs;
+  // Looked up on the caller's thread: making a sub-group is itself a
+  // collective, which the communication thread must never start.
+  std::shared_ptr<distributed::Group> group;
 };
 using JobFn = void (*)(Job&);
 
@@ -84,8 +82,10 @@ Attrs blocking(const Attrs& attrs) {
 // outputs' storage holds its Work, so any kernel that touches them waits.
 template <JobFn body>
 void launched(KernelContext& ctx) {
-  distributed::Group& g = group(ctx.op.name.c_str(), ctx.attrs);
-  auto job = std::make_shared<Job>(Job{ctx.inputs, ctx.outputs, ctx.attrs});
+  (void)position(ctx.op.name.c_str(), ctx.attrs);
+  auto job =
+      std::make_shared<Job>(Job{ctx.inputs, ctx.outputs, ctx.attrs, group_of(ranks_of(ctx.attrs))});
+  distributed::Group& g = *job->group;
   std::vector<Storage*> written;
   for (Tensor& out : ctx.outputs) {
     if (Storage* storage = out.impl().storage.get()) written.push_back(storage);
@@ -178,14 +178,14 @@ const OpDef& all_to_all_op();
 void all_reduce_job(Job& job) {
   Tensor& out = job.outputs[0];
   out.copy_(job.inputs[0]);
-  group("all_reduce", job.attrs).all_reduce(out, reduce_op(job.attrs));
+  job.group->all_reduce(out, reduce_op(job.attrs));
 }
 
 // ---- all_reduce_: in place, as torch.distributed.all_reduce; inputs {x}
 // (written); attrs ranks, reduce. Not differentiable (the out-of-place op
 // is): gradient buckets and other no-grad code reduce their own buffers.
 void all_reduce_in_place_job(Job& job) {
-  group("all_reduce_", job.attrs).all_reduce(job.inputs[0], reduce_op(job.attrs));
+  job.group->all_reduce(job.inputs[0], reduce_op(job.attrs));
 }
 
 const OpDef& all_reduce_in_place_op() {
@@ -235,8 +235,7 @@ void all_gather_job(Job& job) {
       gathered_sizes("all_gather", job.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
   // The gathered dim goes first, where all_gather_uneven lets ranks differ.
   const std::vector<int64_t> perm = front_perm(dim, x.dim());
-  std::vector<Tensor> parts =
-      group("all_gather", job.attrs).all_gather_uneven(x.permute(perm).contiguous());
+  std::vector<Tensor> parts = job.group->all_gather_uneven(x.permute(perm).contiguous());
   for (size_t q = 0; q < parts.size(); ++q) {
     TESSERA_CHECK(parts[q].dim() == x.dim() && parts[q].shape()[0] == sizes[q],
                   "[all_gather] rank ", q, " of the collective sent ", shape_str(parts[q].shape()),
@@ -283,7 +282,7 @@ void reduce_scatter_job(Job& job) {
   const std::vector<int64_t> sizes =
       piece_sizes("reduce_scatter", "sizes", optional_ints(job.attrs, "sizes"),
                   x.shape()[static_cast<size_t>(dim)], n);
-  distributed::Group& g = group("reduce_scatter", job.attrs);
+  distributed::Group& g = *job.group;
   const bool even =
       std::all_of(sizes.begin(), sizes.end(), [&](int64_t size) { return size == sizes[0]; });
   int64_t start = 0;
@@ -356,7 +355,7 @@ void all_to_all_job(Job& job) {
     pieces.push_back(x.narrow(j, at, size).permute(perm).contiguous().reshape({-1}));
     at += size;
   }
-  std::vector<Tensor> received = group("all_to_all", job.attrs).all_to_all(pieces);
+  std::vector<Tensor> received = job.group->all_to_all(pieces);
   const Shape& out_shape = job.outputs[0].shape();
   Shape permuted;
   for (int64_t p : perm) permuted.push_back(out_shape[static_cast<size_t>(p)]);
@@ -426,7 +425,7 @@ void all_to_all_single_job(Job& job) {
     pieces.push_back(x.narrow(0, at, size));
     at += size;
   }
-  const std::vector<Tensor> received = group("all_to_all_single", job.attrs).all_to_all(pieces);
+  const std::vector<Tensor> received = job.group->all_to_all(pieces);
   at = 0;
   for (size_t q = 0; q < received.size(); ++q) {
     const int64_t size = expected[q];
@@ -482,7 +481,7 @@ const OpDef& all_to_all_single_op() {
 void broadcast_job(Job& job) {
   Tensor& out = job.outputs[0];
   out.copy_(job.inputs[0]);
-  group("broadcast", job.attrs).broadcast(out, static_cast<int>(job.attrs.i("root")));
+  job.group->broadcast(out, static_cast<int>(job.attrs.i("root")));
 }
 
 const OpDef& broadcast_op() {
@@ -532,9 +531,8 @@ void check_peer(const char* op, const Attrs& attrs) {
 
 void send_job(Job& job) {
   job.outputs[0].fill_(0.0);
-  group("send", job.attrs)
-      .send(job.inputs[0], static_cast<int>(job.attrs.i("peer")),
-            static_cast<int>(job.attrs.i("tag")));
+  job.group->send(job.inputs[0], static_cast<int>(job.attrs.i("peer")),
+                  static_cast<int>(job.attrs.i("tag")));
 }
 
 const OpDef& send_op() {
@@ -570,9 +568,8 @@ const OpDef& send_op() {
 }
 
 void recv_job(Job& job) {
-  group("recv", job.attrs)
-      .recv(job.outputs[0], static_cast<int>(job.attrs.i("peer")),
-            static_cast<int>(job.attrs.i("tag")));
+  job.group->recv(job.outputs[0], static_cast<int>(job.attrs.i("peer")),
+                  static_cast<int>(job.attrs.i("tag")));
 }
 
 const OpDef& recv_op() {

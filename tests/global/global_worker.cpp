@@ -864,6 +864,13 @@ void run_collective_grads(int n) {
     global::PendingTensor rb = global::all_gather_async(b[static_cast<size_t>(g_rank)], 0);
     Tensor buffer = c[static_cast<size_t>(g_rank)].clone();
     global::PendingTensor rc = global::all_reduce_async_(buffer);
+    if (n >= 3 && (g_rank == 0 || g_rank == 2)) {
+      // A sub-group made while the world has work in flight: making it is
+      // a collective of its own, on this thread, after that work.
+      Tensor pair =
+          global::all_reduce(c[static_cast<size_t>(g_rank)], distributed::ReduceOp::sum, {0, 2});
+      check_close(pair, add(c[0], c[2]), 1e-12, "a new sub-group while collectives are in flight");
+    }
     Tensor product = matmul(ones({48, 48}), ones({48, 48}));
     check_close(product, full({48, 48}, 48.0), 0, "compute while collectives are in flight");
     check_close(rb.wait(), cat(b, 0), 0, "all_gather in flight");
