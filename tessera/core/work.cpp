@@ -76,11 +76,6 @@ void WorkQueue::drain() {
   idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
-bool WorkQueue::idle() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.empty() && !busy_;
-}
-
 bool WorkQueue::on_any_queue_thread() {
   return queue_thread;
 }

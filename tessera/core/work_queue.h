@@ -32,8 +32,6 @@ class WorkQueue {
   // Blocks until every task submitted so far has run. Errors stay with
   // their Work.
   void drain();
-  // Whether nothing is queued or running.
-  bool idle();
   // Whether the caller is this queue's own thread.
   bool on_queue_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
   // Whether the caller is the thread of any WorkQueue: work there runs in
