@@ -324,7 +324,7 @@ std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, 
                                      const Attrs& attrs, double rtol, double atol) {
   const OpDef& op = find_op(op_name);
   NoGradGuard no_grad;
-  std::vector<TensorMeta> metas;
+  MetaVector metas;
   for (const Tensor& input : inputs) metas.push_back(input.meta());
   // An in-place op writes its inputs: each call gets its own copies.
   auto fresh = [&](const std::vector<Tensor>& tensors) {
@@ -352,7 +352,7 @@ std::vector<Tensor> make_shards(const Tensor& x, const Sbp& sbp, int64_t parts, 
       std::vector<std::vector<Tensor>> outputs_per_rank;
       for (int64_t r = 0; r < parts; ++r) {
         std::vector<Tensor> local;
-        std::vector<TensorMeta> local_metas;
+        MetaVector local_metas;
         ShardOffsets offsets;
         for (size_t i = 0; i < inputs.size(); ++i) {
           local.push_back(shards_per_input[i][r]);

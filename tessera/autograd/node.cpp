@@ -46,8 +46,8 @@ Node::~Node() {
   }
 }
 
-void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                 std::vector<Tensor>& outputs) {
+void record_node(const OpDef& op, const TensorVector& inputs, const Attrs& attrs,
+                 TensorVector& outputs) {
   auto node = std::make_shared<Node>();
   SavedOp& saved = node->saved;
   saved.op = &op;

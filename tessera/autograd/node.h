@@ -39,7 +39,7 @@ class Node {
 // Records `op` on the autograd tape: a node whose gradient is op.grad, with
 // edges to the inputs' nodes or leaves. The dispatcher calls it (installed
 // as its tape recorder) for every differentiable call that needs a gradient.
-void record_node(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                 std::vector<Tensor>& outputs);
+void record_node(const OpDef& op, const TensorVector& inputs, const Attrs& attrs,
+                 TensorVector& outputs);
 
 }  // namespace tessera

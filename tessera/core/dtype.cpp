@@ -4,20 +4,6 @@
 
 namespace tessera {
 
-size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-    case DType::i64: return 8;
-    case DType::i32: return 4;
-    case DType::u8: return 1;
-    case DType::boolean: return 1;
-  }
-  return 0;
-}
-
 const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::f32: return "f32";

@@ -11,7 +11,27 @@ enum class DType : uint8_t { f32, f64, bf16, f16, i64, i32, u8, boolean };
 constexpr int kNumDTypes = 8;
 
 // Size of one element in bytes.
-size_t dtype_size(DType dtype);
+constexpr size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::bf16:
+      return 2;
+    case DType::f16:
+      return 2;
+    case DType::i64:
+      return 8;
+    case DType::i32:
+      return 4;
+    case DType::u8:
+      return 1;
+    case DType::boolean:
+      return 1;
+  }
+  return 0;
+}
 // Short name used in messages and files: "f32", "bool", ...
 const char* dtype_name(DType dtype);
 // Parses the names produced by dtype_name; throws on anything else.

@@ -6,12 +6,6 @@
 
 namespace tessera {
 
-int64_t numel(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t size : shape) count *= size;
-  return count;
-}
-
 int64_t checked_add(int64_t a, int64_t b, const char* op) {
   int64_t result = 0;
   TESSERA_CHECK(!__builtin_add_overflow(a, b, &result), "[", op, "] size arithmetic overflows: ", a,

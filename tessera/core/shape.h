@@ -11,7 +11,11 @@ namespace tessera {
 using Shape = DimVector;
 using Strides = DimVector;
 
-int64_t numel(const Shape& shape);
+inline int64_t numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) count *= size;
+  return count;
+}
 
 // Checked size, stride and offset arithmetic: every computation of a size,
 // stride or offset from user-given numbers goes through these, so that an

@@ -13,6 +13,7 @@
 #include "tessera/core/error.h"
 #include "tessera/core/placement.h"
 #include "tessera/core/shape.h"
+#include "tessera/core/small_vector.h"
 #include "tessera/core/storage.h"
 
 namespace tessera {
@@ -32,6 +33,9 @@ struct TensorMeta {
 
   bool is_global() const { return placement.defined(); }
 };
+
+// The metas of one op call's inputs or outputs: a few, kept inline.
+using MetaVector = SmallVector<TensorMeta, 4>;
 
 struct TensorImpl;
 
@@ -389,6 +393,9 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+// The tensors of one op call's inputs or outputs: a few, kept inline.
+using TensorVector = SmallVector<Tensor, 4>;
 
 // Wraps `local` (this rank's shard, undefined outside the placement) as a
 // global tensor of logical `shape`. No communication and no autograd: the

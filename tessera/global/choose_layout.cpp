@@ -19,14 +19,14 @@ std::string sbps_str(const std::vector<NdSbp>& sbps) {
 // Runs op's inference on the shards the rank at `index` would hold with
 // these SBPs. The local shapes, or the reason they do not work out.
 struct ShardInference {
-  std::vector<TensorMeta> outputs;
+  MetaVector outputs;
   std::string failure;
 };
 
-ShardInference infer_on_shards(const OpDef& op, const std::vector<TensorMeta>& metas,
+ShardInference infer_on_shards(const OpDef& op, const MetaVector& metas,
                                const std::vector<NdSbp>& input_sbps, const Placement& placement,
                                const Attrs& attrs, int index) {
-  std::vector<TensorMeta> local;
+  MetaVector local;
   ShardOffsets offsets;
   for (size_t i = 0; i < metas.size(); ++i) {
     Region region = shard_region(metas[i].shape, placement, input_sbps[i], index);
@@ -46,10 +46,9 @@ ShardInference infer_on_shards(const OpDef& op, const std::vector<TensorMeta>& m
 }
 
 // Whether the combination gives every rank exactly its output shards.
-bool holds(const OpDef& op, const std::vector<TensorMeta>& metas,
-           const std::vector<TensorMeta>& outputs, const std::vector<NdSbp>& input_sbps,
-           const std::vector<NdSbp>& output_sbps, const Placement& placement, const Attrs& attrs,
-           std::string& why) {
+bool holds(const OpDef& op, const MetaVector& metas, const MetaVector& outputs,
+           const std::vector<NdSbp>& input_sbps, const std::vector<NdSbp>& output_sbps,
+           const Placement& placement, const Attrs& attrs, std::string& why) {
   for (int index = 0; index < placement.size(); ++index) {
     ShardInference got = infer_on_shards(op, metas, input_sbps, placement, attrs, index);
     if (!got.failure.empty()) {
@@ -82,7 +81,7 @@ struct Candidate {
 // step. Per thread, keyed on the interned placements and SBPs.
 struct DecisionKey {
   const OpDef* op;
-  std::vector<TensorMeta> inputs;
+  MetaVector inputs;
   Attrs attrs;
 
   bool operator==(const DecisionKey& other) const {
@@ -118,8 +117,7 @@ constexpr size_t kMaxRememberedDecisions = 4096;
 
 // An in-place op cannot move what it writes: the signature must take each
 // written input, and give its output, in the layout the input has.
-bool keeps_written_layouts(const OpDef& op, const std::vector<TensorMeta>& metas,
-                           const Candidate& c) {
+bool keeps_written_layouts(const OpDef& op, const MetaVector& metas, const Candidate& c) {
   for (size_t o = 0; o < op.writes.size(); ++o) {
     const auto w = static_cast<size_t>(op.writes[o]);
     if (!(c.input_sbps[w] == metas[w].sbp) || !(c.output_sbps.at(o) == metas[w].sbp)) {
@@ -129,12 +127,12 @@ bool keeps_written_layouts(const OpDef& op, const std::vector<TensorMeta>& metas
   return true;
 }
 
-LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs,
+LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                       const CostModel& model);
 
 }  // namespace
 
-std::string layouts_str(const std::vector<TensorMeta>& inputs) {
+std::string layouts_str(const MetaVector& inputs) {
   std::string text;
   for (size_t i = 0; i < inputs.size(); ++i) {
     text += (i ? ", " : "") + std::string("input ") + std::to_string(i) + ": ";
@@ -145,8 +143,8 @@ std::string layouts_str(const std::vector<TensorMeta>& inputs) {
   return text;
 }
 
-LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
-                             const Attrs& attrs, const CostModel& model) {
+LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
+                             const CostModel& model) {
   // Only the default model is fixed for the process; another may change.
   if (&model != &default_cost_model()) return decide(op, inputs, attrs, model);
   thread_local std::unordered_map<DecisionKey, LayoutDecision, DecisionKeyHash> remembered;
@@ -161,7 +159,7 @@ LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inp
 
 namespace {
 
-LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs,
+LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                       const CostModel& model) {
   LayoutDecision decision;
   decision.op = &op;
@@ -187,7 +185,7 @@ LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, co
     }
     decision.inputs.push_back(meta);
   }
-  const std::vector<TensorMeta>& metas = decision.inputs;
+  const MetaVector& metas = decision.inputs;
   decision.outputs = op.infer(metas, attrs);
   const std::vector<SbpSignature> signatures = sbp_signatures(op, metas, attrs);
 
@@ -234,7 +232,7 @@ LayoutDecision decide(const OpDef& op, const std::vector<TensorMeta>& inputs, co
       c.boxing.push_back(plan_boxing(metas[i], placement, c.input_sbps[i], model));
       c.communication += c.boxing.back().seconds;
     }
-    std::vector<TensorMeta> local_in, local_out;
+    MetaVector local_in, local_out;
     for (size_t i = 0; i < metas.size(); ++i) {
       local_in.push_back({local_shape(metas[i].shape, placement, c.input_sbps[i], 0),
                           metas[i].dtype, metas[i].device});

@@ -17,8 +17,8 @@ namespace tessera::global {
 struct LayoutDecision {
   const OpDef* op = nullptr;
   Placement placement;
-  std::vector<TensorMeta> inputs;   // as given (one-element local numbers join as broadcast)
-  std::vector<TensorMeta> outputs;  // logical outputs, with the chosen SBPs
+  MetaVector inputs;   // as given (one-element local numbers join as broadcast)
+  MetaVector outputs;  // logical outputs, with the chosen SBPs
   // The chosen signature: one NdSbp per input and output.
   std::vector<NdSbp> input_sbps;
   std::vector<NdSbp> output_sbps;
@@ -55,9 +55,9 @@ struct LayoutDecision {
 // compute only breaks ties (the planner weighs both over a whole graph).
 // Raises, naming the layouts, when inputs are on different placements.
 // "input 0: cpu:[0, 1] (S(0)), input 1: local [1]" for messages.
-std::string layouts_str(const std::vector<TensorMeta>& inputs);
+std::string layouts_str(const MetaVector& inputs);
 
-LayoutDecision choose_layout(const OpDef& op, const std::vector<TensorMeta>& inputs,
-                             const Attrs& attrs, const CostModel& model = default_cost_model());
+LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
+                             const CostModel& model = default_cost_model());
 
 }  // namespace tessera::global

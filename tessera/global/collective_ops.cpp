@@ -196,9 +196,7 @@ const OpDef& all_reduce_in_place_op() {
     d.writes = {0};
     d.contiguous_inputs = true;
     d.differentiable = false;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-      return std::vector<TensorMeta>{in.at(0)};
-    };
+    d.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in.at(0)}; };
     d.torch_name = "torch.distributed.all_reduce";
     d.signature = "global::all_reduce_(x, op, ranks)";
     return d;
@@ -211,9 +209,7 @@ const OpDef& all_reduce_op() {
     OpDef d;
     d.name = "all_reduce";
     d.kind = OpKind::collective;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-      return std::vector<TensorMeta>{in.at(0)};
-    };
+    d.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in.at(0)}; };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
       check_reduction_grad(c, "all_reduce");
@@ -249,11 +245,11 @@ const OpDef& all_gather_op() {
     OpDef d;
     d.name = "all_gather";
     d.kind = OpKind::collective;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       const auto dim = static_cast<size_t>(attrs.i("dim"));
       out.shape[dim] = sum_of(gathered_sizes("all_gather", attrs, "sizes", out.shape[dim]));
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -308,14 +304,14 @@ const OpDef& reduce_scatter_op() {
     OpDef d;
     d.name = "reduce_scatter";
     d.kind = OpKind::collective;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       const auto dim = static_cast<size_t>(attrs.i("dim"));
       const std::vector<int64_t> sizes =
           piece_sizes("reduce_scatter", "sizes", optional_ints(attrs, "sizes"), out.shape[dim],
                       group_size(attrs));
       out.shape[dim] = sizes[static_cast<size_t>(position("reduce_scatter", attrs))];
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -375,7 +371,7 @@ const OpDef& all_to_all_op() {
     OpDef d;
     d.name = "all_to_all";
     d.kind = OpKind::collective;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       const auto i = static_cast<size_t>(attrs.i("concat_dim"));
       const auto j = static_cast<size_t>(attrs.i("split_dim"));
@@ -384,7 +380,7 @@ const OpDef& all_to_all_op() {
                       out.shape[j], group_size(attrs));
       out.shape[i] = sum_of(gathered_sizes("all_to_all", attrs, "concat_sizes", out.shape[i]));
       out.shape[j] = split[static_cast<size_t>(position("all_to_all", attrs))];
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -443,7 +439,7 @@ const OpDef& all_to_all_single_op() {
     d.name = "all_to_all_single";
     d.kind = OpKind::collective;
     d.contiguous_inputs = true;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       TESSERA_CHECK(!out.shape.empty(), "[all_to_all_single] needs a tensor with at least one ",
                     "dim, got a 0-d one");
@@ -458,7 +454,7 @@ const OpDef& all_to_all_single_op() {
                       " has a negative size");
       }
       out.shape[0] = sum_of(output);
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.saves_inputs = false;
     // The rows go back the way they came.
@@ -489,12 +485,12 @@ const OpDef& broadcast_op() {
     OpDef d;
     d.name = "broadcast";
     d.kind = OpKind::collective;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       const int64_t root = attrs.i("root");
       TESSERA_CHECK(root >= 0 && root < group_size(attrs), "[broadcast] root ", root,
                     " is not an index into the ", group_size(attrs), " ranks ",
                     shape_str(attrs.ints("ranks")));
-      return std::vector<TensorMeta>{in.at(0)};
+      return MetaVector{in.at(0)};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -541,12 +537,12 @@ const OpDef& send_op() {
     d.name = "send";
     d.kind = OpKind::collective;
     d.contiguous_inputs = true;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       check_peer("send", attrs);
       TensorMeta token = in.at(0);
       token.shape = {};
       token.dtype = DType::f32;
-      return std::vector<TensorMeta>{token};
+      return MetaVector{token};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -578,7 +574,7 @@ const OpDef& recv_op() {
     d.name = "recv";
     d.kind = OpKind::collective;
     d.differentiable = false;
-    d.infer = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+    d.infer = [](const MetaVector&, const Attrs& attrs) {
       check_peer("recv", attrs);
       TensorMeta out;
       out.shape = attrs.ints("shape");
@@ -586,7 +582,7 @@ const OpDef& recv_op() {
       out.dtype = attrs.get<DType>("dtype");
       out.device = Device{static_cast<DeviceType>(attrs.i("device_type")),
                           static_cast<int>(attrs.i("device_index"))};
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.torch_name = "torch.distributed.recv";
     d.signature = "global::recv(shape, dtype, peer, tag, ranks, device)";

@@ -75,12 +75,12 @@ std::vector<Tensor> in_place_inputs(const OpDef& op, const std::vector<Tensor>& 
 // local op on the shards. Returns the local outputs (none outside the
 // placement).
 std::vector<Tensor> run_on_shards(const OpDef& op, const std::vector<Tensor>& inputs,
-                                  const std::vector<TensorMeta>& metas, const Attrs& attrs,
+                                  const MetaVector& metas, const Attrs& attrs,
                                   const global::LayoutDecision& decision) {
   const Placement& placement = decision.placement;
   const int index = index_in(placement);
   std::vector<Tensor> locals;
-  std::vector<TensorMeta> local_metas;
+  MetaVector local_metas;
   ShardOffsets offsets;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor input = inputs[i].is_global()
@@ -109,7 +109,7 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& give
                 "tensors (each rank passes its own); a global tensor moves with ",
                 "to_global(placement, sbp), or pass x.to_local()");
   const std::vector<Tensor> inputs = op.writes.empty() ? given : in_place_inputs(op, given);
-  std::vector<TensorMeta> metas;
+  MetaVector metas;
   metas.reserve(inputs.size());
   bool meta = false;
   for (const Tensor& input : inputs) {
@@ -201,8 +201,7 @@ Tensor run_factory(const OpDef& op, const Attrs& attrs) {
 class GlobalHandler final : public Handler {
  public:
   const char* name() const override { return "eager-global"; }
-  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
-                          const Attrs& attrs) override {
+  TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
     if (op.global_only) return global::run_conversion(op, inputs, attrs);
     if (inputs.empty()) return {run_factory(op, attrs)};
     return global_call(op, inputs, attrs);

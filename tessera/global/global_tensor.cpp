@@ -43,11 +43,11 @@ const OpDef& from_local_op();
 const OpDef& redistribute_op() {
   static const OpDef& def = register_op([] {
     OpDef d = conversion_def("to_global");
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       out.placement = placement_attr(attrs);
       out.sbp = sbp_attr(attrs);
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.grad = [](const GradContext& c) {
       const TensorMeta& from = c.input_meta(0);
@@ -68,7 +68,7 @@ const OpDef& from_local_op() {
     OpDef d = conversion_def("local_to_global");
     // The logical shape: "shape" when given, else every rank is taken to
     // hold this rank's piece (the real run gathers the pieces' sizes).
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta out = in.at(0);
       out.placement = placement_attr(attrs);
       out.sbp = sbp_attr(attrs);
@@ -81,7 +81,7 @@ const OpDef& from_local_op() {
               out.placement.mesh()[static_cast<size_t>(a)];
         }
       }
-      return std::vector<TensorMeta>{out};
+      return MetaVector{out};
     };
     d.grad = [](const GradContext& c) {
       const TensorMeta& out = c.output_meta(0);
@@ -100,13 +100,13 @@ const OpDef& from_local_op() {
 const OpDef& to_local_op() {
   static const OpDef& def = register_op([] {
     OpDef d = conversion_def("to_local");
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    d.infer = [](const MetaVector& in, const Attrs&) {
       const TensorMeta& x = in.at(0);
       const int index = x.placement.index_of(global::world_rank());
       TESSERA_CHECK(index >= 0, "[to_local] this rank (", global::world_rank(),
                     ") is outside the placement ", placement_str(x.placement),
                     " and holds no shard");
-      return std::vector<TensorMeta>{
+      return MetaVector{
           {global::local_shape(x.shape, x.placement, x.sbp, index), x.dtype, x.device}};
     };
     d.grad = [](const GradContext& c) {

@@ -64,10 +64,10 @@ const OpDef& batch_norm_stats_op = register_op([] {
   def.name = "batch_norm_stats";
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{stats_meta(in[0], DType::f64)};
+  def.infer = [](const MetaVector& in, const Attrs&) {
+    return MetaVector{stats_meta(in[0], DType::f64)};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     return channel_signatures(in[0], 1, 1, axes({1}), {true});
   };
   // Its dependence on x is part of batch_norm_elemt's gradient.
@@ -82,10 +82,8 @@ const OpDef& batch_norm_update_stats_op = register_op([] {
   def.name = "batch_norm_update_stats";
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0], in[1]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>&, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0], in[1]}; };
+  def.sbp = [](const MetaVector&, const Attrs&) {
     return std::vector<SbpSignature>{
         {{Sbp::split(0), Sbp::split(0), Sbp::split(1)}, {Sbp::split(0), Sbp::split(0)}}};
   };
@@ -101,11 +99,11 @@ const OpDef& batch_norm_backward_reduce_op = register_op([] {
   def.name = "batch_norm_backward_reduce";
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{stats_meta(in[1], in[1].dtype)};
+  def.infer = [](const MetaVector& in, const Attrs&) {
+    return MetaVector{stats_meta(in[1], in[1].dtype)};
   };
   // Linear in grad: a partial grad gives partial sums.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<SbpSignature> signatures = channel_signatures(in[1], 3, 2, axes({1, 1, 1}), {true});
     signatures.push_back(
         {{Sbp::partial_sum(), Sbp::broadcast(), Sbp::broadcast()}, {Sbp::partial_sum()}});
@@ -123,11 +121,9 @@ const OpDef& batch_norm_backward_elemt_op = register_op([] {
   def.name = "batch_norm_backward_elemt";
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[1]};
-  };
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[1]}; };
   // dx is linear in (grad, reduced) together.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     const bool training = attrs.b("training");
     std::vector<int64_t> channel_axis{1, 1, 1};
     if (training) channel_axis.push_back(1);
@@ -197,10 +193,8 @@ const OpDef& batch_norm_elemt_op = register_op([] {
   def.name = "batch_norm_elemt";
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.kind = OpKind::normalization;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<int64_t> channel_axis{1, 1};
     for (size_t i = 2; i < in.size(); ++i) channel_axis.push_back(0);
     return channel_signatures(in[0], in.size(), 1, channel_axis, {false});

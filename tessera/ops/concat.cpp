@@ -18,7 +18,7 @@ const OpDef& cat_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.cat";
   def.signature = "cat(tensors, dim), stack(tensors, dim)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     Shape shape = in[0].shape;
     shape[dim] = 0;
@@ -30,9 +30,9 @@ const OpDef& cat_op = register_op([] {
                     " must match in dtype and in every dim but ", dim);
     }
     for (const TensorMeta& meta : in) shape[dim] = checked_add(shape[dim], meta.shape[dim], "cat");
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < static_cast<int64_t>(in[0].shape.size()); ++d) {
       if (d != attrs.i("dim")) {

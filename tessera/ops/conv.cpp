@@ -45,7 +45,7 @@ void check_4d(const TensorMeta& meta, const char* op, const char* what, const ch
                 shape_str(meta.shape));
 }
 
-void check_same_dtype(const std::vector<TensorMeta>& in, const char* op) {
+void check_same_dtype(const MetaVector& in, const char* op) {
   for (const TensorMeta& meta : in) {
     TESSERA_CHECK(meta.dtype == in[0].dtype, "[", op, "] inputs must share a dtype, got ",
                   dtype_name(in[0].dtype), " and ", dtype_name(meta.dtype));
@@ -77,7 +77,7 @@ std::pair<int64_t, int64_t> check_geometry(const Shape& x, const Shape& w, const
 
 // ---- conv2d ---------------------------------------------------------------
 
-std::vector<TensorMeta> infer_conv2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+MetaVector infer_conv2d(const MetaVector& in, const Attrs& attrs) {
   const char* op = "conv2d";
   check_4d(in[0], op, "input", "[N, C, H, W] (or 3-D [C, H, W] unbatched)");
   check_4d(in[1], op, "weight", "[O, C/groups, kh, kw]");
@@ -93,7 +93,7 @@ std::vector<TensorMeta> infer_conv2d(const std::vector<TensorMeta>& in, const At
   return {{{x[0], w[0], oh, ow}, in[0].dtype, in[0].device}};
 }
 
-std::vector<SbpSignature> conv2d_sbp(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+std::vector<SbpSignature> conv2d_sbp(const MetaVector& in, const Attrs& attrs) {
   const bool has_bias = in.size() == 3;
   auto with_bias = [has_bias](std::vector<Sbp> inputs, Sbp bias, Sbp out) {
     if (has_bias) inputs.push_back(bias);
@@ -145,8 +145,7 @@ const OpDef& conv2d_op = register_op([] {
 
 // ---- conv2d_backward_input: (grad_output, weight) -> grad_input ------------
 
-std::vector<TensorMeta> infer_backward_input(const std::vector<TensorMeta>& in,
-                                             const Attrs& attrs) {
+MetaVector infer_backward_input(const MetaVector& in, const Attrs& attrs) {
   const char* op = "conv2d_backward_input";
   check_4d(in[0], op, "grad_output", "[N, O, OH, OW]");
   check_4d(in[1], op, "weight", "[O, C/groups, kh, kw]");
@@ -163,7 +162,7 @@ std::vector<TensorMeta> infer_backward_input(const std::vector<TensorMeta>& in,
   return {{x, in[0].dtype, in[0].device}};
 }
 
-std::vector<SbpSignature> backward_input_sbp(const std::vector<TensorMeta>&, const Attrs& attrs) {
+std::vector<SbpSignature> backward_input_sbp(const MetaVector&, const Attrs& attrs) {
   std::vector<SbpSignature> signatures = {
       {{split(0), kB}, {split(0)}},
       {{kPs, kB}, {kPs}},
@@ -207,8 +206,7 @@ const OpDef& backward_input_op = register_op([] {
 
 // ---- conv2d_backward_weight: (input, grad_output) -> grad_weight -----------
 
-std::vector<TensorMeta> infer_backward_weight(const std::vector<TensorMeta>& in,
-                                              const Attrs& attrs) {
+MetaVector infer_backward_weight(const MetaVector& in, const Attrs& attrs) {
   const char* op = "conv2d_backward_weight";
   check_4d(in[0], op, "input", "[N, C, H, W]");
   check_4d(in[1], op, "grad_output", "[N, O, OH, OW]");
@@ -227,7 +225,7 @@ std::vector<TensorMeta> infer_backward_weight(const std::vector<TensorMeta>& in,
   return {{w, in[0].dtype, in[0].device}};
 }
 
-std::vector<SbpSignature> backward_weight_sbp(const std::vector<TensorMeta>&, const Attrs& attrs) {
+std::vector<SbpSignature> backward_weight_sbp(const MetaVector&, const Attrs& attrs) {
   std::vector<SbpSignature> signatures = {
       {{split(0), split(0)}, {kPs}},
       {{kPs, kB}, {kPs}},

@@ -38,8 +38,8 @@ OpDef factory_def(const char* name) {
   document(def, kCreationDocs);
   def.differentiable = false;
   def.kernel_dtype_input = -1;
-  def.infer = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{attrs.ints("shape"), attrs.get<DType>("dtype"), Device{}}};
+  def.infer = [](const MetaVector&, const Attrs& attrs) {
+    return MetaVector{{attrs.ints("shape"), attrs.get<DType>("dtype"), Device{}}};
   };
   return def;
 }

@@ -3,7 +3,6 @@
 // by the source's device (backend/cpu/copy.cpp, backend/cuda/copy.cpp) and
 // writes an output the dispatcher allocated on the target device.
 
-#include "tessera/core/grad_mode.h"
 #include "tessera/ops/op.h"
 
 namespace tessera {
@@ -15,15 +14,16 @@ const OpDef& to_device_op() {
     OpDef d;
     d.name = "to_device";
     d.kind = OpKind::other;
-    // Not recorded by autograd yet (Tensor::to below refuses a tensor that
-    // requires grad under grad mode).
-    d.differentiable = false;
     d.saves_inputs = false;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       const TensorMeta& x = in.at(0);
       const Device device{static_cast<DeviceType>(attrs.i("device_type")),
                           static_cast<int>(attrs.i("device_index"))};
-      return std::vector<TensorMeta>{{x.shape, x.dtype, device}};
+      return MetaVector{{x.shape, x.dtype, device}};
+    };
+    // The gradient goes back to the device the input came from.
+    d.grad = [](const GradContext& ctx) -> std::vector<Tensor> {
+      return {ctx.grad_output(0).to(ctx.input_meta(0).device)};
     };
     d.torch_name = "torch.Tensor.to";
     d.signature = "x.to(device), x.cuda(index), x.cpu()";
@@ -43,9 +43,6 @@ Tensor Tensor::to(Device target) const {
   if (t.device.type == DeviceType::meta) (void)raw_data();  // raises: nothing to copy
   TESSERA_CHECK(!t.global, "[to] a global tensor (", placement_str(placement()), ", ",
                 nd_sbp_str(nd_sbp()), ") cannot change device; move its local_shard() instead");
-  TESSERA_CHECK(!(t.requires_grad && grad_enabled()), "[to] copying between devices is not ",
-                "recorded by autograd yet, and this ", device_str(t.device), " ",
-                shape_str(t.shape), " tensor requires grad; detach() it or copy under NoGradGuard");
   return call1(to_device_op(), {*this},
                {{"device_type", static_cast<int64_t>(target.type)},
                 {"device_index", static_cast<int64_t>(target.index)}});

@@ -12,8 +12,8 @@ namespace tessera {
 
 namespace {
 
-std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
-  std::vector<TensorMeta> metas;
+MetaVector metas_of(const TensorVector& inputs) {
+  MetaVector metas;
   metas.reserve(inputs.size());
   for (const Tensor& input : inputs) metas.push_back(input.meta());
   return metas;
@@ -25,7 +25,7 @@ std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
 // so gradients flow through them.
 // It is a decomposition (cast, op, cast), made before any handler runs, so
 // the tape and a tracer see the f32 op and the casts.
-bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+bool computes_widened(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   // An in-place op must write its own inputs, not widened copies of them.
   if (inputs.empty() || op.view || !op.writes.empty()) return false;
   bool any_narrow = false;
@@ -40,16 +40,15 @@ bool computes_widened(const OpDef& op, const std::vector<Tensor>& inputs, const 
   return !has_kernel(op, device, kernel_dtype) && has_kernel(op, device, DType::f32);
 }
 
-std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inputs,
-                                 const Attrs& attrs) {
-  const std::vector<TensorMeta> output_metas = op.infer(metas_of(inputs), attrs);
-  std::vector<Tensor> wide;
+TensorVector call_widened(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
+  const MetaVector output_metas = op.infer(metas_of(inputs), attrs);
+  TensorVector wide;
   wide.reserve(inputs.size());
   for (const Tensor& t : inputs) {
     const bool narrow = t.dtype() == DType::bf16 || t.dtype() == DType::f16;
     wide.push_back(narrow ? cast(t, DType::f32) : t);
   }
-  std::vector<Tensor> outputs = call(op, wide, attrs);
+  TensorVector outputs = call(op, wide, attrs);
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (outputs[k].dtype() != output_metas[k].dtype) {
       outputs[k] = cast(outputs[k], output_metas[k].dtype);
@@ -60,9 +59,9 @@ std::vector<Tensor> call_widened(const OpDef& op, const std::vector<Tensor>& inp
 
 // An in-place op's outputs: the inputs it writes, after checking that its
 // inference gives them their own metas.
-std::vector<Tensor> written_inputs(const OpDef& op, const std::vector<Tensor>& inputs,
-                                   const std::vector<TensorMeta>& output_metas) {
-  std::vector<Tensor> outputs;
+TensorVector written_inputs(const OpDef& op, const TensorVector& inputs,
+                            const MetaVector& output_metas) {
+  TensorVector outputs;
   outputs.reserve(op.writes.size());
   for (size_t o = 0; o < op.writes.size(); ++o) {
     const Tensor& written = inputs.at(static_cast<size_t>(op.writes[o]));
@@ -77,7 +76,7 @@ std::vector<Tensor> written_inputs(const OpDef& op, const std::vector<Tensor>& i
 }
 
 // A written input must be the caller's own memory, not a contiguous copy.
-void check_written_contiguous(const OpDef& op, const std::vector<Tensor>& inputs) {
+void check_written_contiguous(const OpDef& op, const TensorVector& inputs) {
   for (int w : op.writes) {
     const Tensor& written = inputs.at(static_cast<size_t>(w));
     TESSERA_CHECK(written.is_contiguous(), "[", op.name, "] writes input ", w,
@@ -87,9 +86,9 @@ void check_written_contiguous(const OpDef& op, const std::vector<Tensor>& inputs
 }
 
 // The inputs as a kernel that asked for contiguous ones gets them.
-std::vector<Tensor> contiguous_all(const std::vector<Tensor>& inputs, const OpDef& op) {
+TensorVector contiguous_all(const TensorVector& inputs, const OpDef& op) {
   check_written_contiguous(op, inputs);
-  std::vector<Tensor> dense = inputs;
+  TensorVector dense = inputs;
   for (Tensor& input : dense) {
     if (!input.is_contiguous()) input = input.contiguous();
   }
@@ -101,13 +100,12 @@ std::vector<Tensor> contiguous_all(const std::vector<Tensor>& inputs, const OpDe
 class MetaHandler final : public Handler {
  public:
   const char* name() const override { return "meta"; }
-  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
-                          const Attrs& attrs) override {
-    std::vector<TensorMeta> output_metas = op.infer(metas_of(inputs), attrs);
+  TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
+    MetaVector output_metas = op.infer(metas_of(inputs), attrs);
     if (op.view) return {op.view(inputs, attrs)};
     if (op.contiguous_inputs) check_written_contiguous(op, inputs);
     if (!op.writes.empty()) return written_inputs(op, inputs, output_metas);
-    std::vector<Tensor> outputs;
+    TensorVector outputs;
     outputs.reserve(output_metas.size());
     for (const TensorMeta& meta : output_metas) {
       outputs.push_back(Tensor::empty(meta.shape, meta.dtype, Device::meta()));
@@ -119,7 +117,7 @@ class MetaHandler final : public Handler {
 // Waits for asynchronous work (a collective in flight) still writing the
 // tensors' memory, as a CUDA stream waits for an event. Work on a queue's
 // own thread runs in queue order, so it never waits.
-void wait_for_writers(const std::vector<Tensor>& tensors) {
+void wait_for_writers(const TensorVector& tensors) {
   for (const Tensor& t : tensors) {
     Storage* storage = t.impl().storage.get();
     if (storage != nullptr && storage->has_pending() && !WorkQueue::on_any_queue_thread()) {
@@ -131,9 +129,8 @@ void wait_for_writers(const std::vector<Tensor>& tensors) {
 class LocalHandler final : public Handler {
  public:
   const char* name() const override { return "eager-local"; }
-  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
-                          const Attrs& attrs) override {
-    std::vector<TensorMeta> output_metas = op.infer(metas_of(inputs), attrs);
+  TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
+    MetaVector output_metas = op.infer(metas_of(inputs), attrs);
     if (op.view) return {op.view(inputs, attrs)};
     Device device = inputs.empty() ? output_metas.at(0).device : inputs[0].device();
     if (device.type == DeviceType::meta) return meta_handler().run(op, inputs, attrs);
@@ -143,7 +140,7 @@ class LocalHandler final : public Handler {
     // Before allocating, so a missing kernel costs no device memory.
     KernelFn kernel = find_kernel(op, device.type, kernel_dtype);
     GradModeGuard no_grad(false);  // helpers a kernel calls are not on the tape
-    std::vector<Tensor> outputs;
+    TensorVector outputs;
     if (!op.writes.empty()) {
       outputs = written_inputs(op, inputs, output_metas);
     } else {
@@ -155,7 +152,7 @@ class LocalHandler final : public Handler {
     wait_for_writers(inputs);
     Workspace workspace(device);
     if (op.contiguous_inputs) {
-      const std::vector<Tensor> dense = contiguous_all(inputs, op);
+      const TensorVector dense = contiguous_all(inputs, op);
       KernelContext context{op, dense, outputs, attrs, workspace, Stream{device}};
       kernel(context);
     } else {
@@ -170,7 +167,7 @@ class LocalHandler final : public Handler {
 class MissingGlobalHandler final : public Handler {
  public:
   const char* name() const override { return "eager-global (missing)"; }
-  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>&, const Attrs&) override {
+  TensorVector run(const OpDef& op, const TensorVector&, const Attrs&) override {
     TESSERA_FAIL("[", op.name, "] got global tensors, but the global layer is not linked");
   }
 };
@@ -217,7 +214,7 @@ bool same_device(const Tensor& a, const Tensor& b) {
 // a leaf that requires grad (or a view of one) cannot be written, and an op
 // whose write autograd would have to track records itself (Tensor::copy_),
 // so a plain call may not write anything that requires grad.
-void check_writable(const OpDef& op, const std::vector<Tensor>& inputs) {
+void check_writable(const OpDef& op, const TensorVector& inputs) {
   if (!grad_enabled()) return;
   for (int w : op.writes) {
     TESSERA_CHECK(w >= 0 && static_cast<size_t>(w) < inputs.size(), "[", op.name, "] writes input ",
@@ -242,7 +239,7 @@ TapeRecorder tape_recorder = nullptr;
 
 // Calls the eager-global handler runs whatever their inputs: conversions
 // (OpDef::global_only) and factories asked for a global tensor.
-bool always_global(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+bool always_global(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   return op.global_only || (inputs.empty() && has_layout_attrs(attrs));
 }
 
@@ -276,7 +273,7 @@ HandlerScope::~HandlerScope() {
   --mode_count;
 }
 
-DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
+DispatchKey dispatch_key(const TensorVector& inputs) {
   DispatchKey key = DispatchKey::local;
   for (const Tensor& input : inputs) {
     if (input.is_global()) return DispatchKey::global;
@@ -285,8 +282,7 @@ DispatchKey dispatch_key(const std::vector<Tensor>& inputs) {
   return key;
 }
 
-std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
-                               const Attrs& attrs) {
+TensorVector redispatch(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   const DispatchKey key =
       always_global(op, inputs, attrs) ? DispatchKey::global : dispatch_key(inputs);
   // On global inputs the tape records the logical op, not its shards.
@@ -294,7 +290,7 @@ std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& input
   return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
 }
 
-std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   bool any_requires_grad = false;
   DispatchKey key = DispatchKey::local;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -317,7 +313,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
     return call_widened(op, inputs, attrs);
   }
 
-  std::vector<Tensor> outputs;
+  TensorVector outputs;
   if (mode_count > 0) {
     ModeTurn turn;
     outputs = turn.handler().run(op, inputs, attrs);
@@ -347,7 +343,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
   return outputs;
 }
 
-Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+Tensor call1(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   return std::move(call(op, inputs, attrs)[0]);
 }
 
@@ -355,8 +351,8 @@ void set_tape_recorder(TapeRecorder recorder) {
   tape_recorder = recorder;
 }
 
-void record_on_tape(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                    std::vector<Tensor>& outputs) {
+void record_on_tape(const OpDef& op, const TensorVector& inputs, const Attrs& attrs,
+                    TensorVector& outputs) {
   TESSERA_CHECK(tape_recorder != nullptr, "[", op.name,
                 "] needs a gradient, but the autograd layer is not linked");
   tape_recorder(op, inputs, attrs, outputs);

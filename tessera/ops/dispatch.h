@@ -35,8 +35,7 @@ class Handler {
  public:
   virtual ~Handler() = default;
   virtual const char* name() const = 0;
-  virtual std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
-                                  const Attrs& attrs) = 0;
+  virtual TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) = 0;
 };
 
 // The eager-local handler, and the meta one, which runs every inference and
@@ -65,21 +64,20 @@ class HandlerScope {
 // The handler a call with these inputs would reach below the modes (an op
 // with OpDef::global_only, or a factory given a layout, reaches the
 // eager-global one whatever its inputs).
-DispatchKey dispatch_key(const std::vector<Tensor>& inputs);
+DispatchKey dispatch_key(const TensorVector& inputs);
 // Runs the call on the handler for its inputs' key, skipping the modes and
 // the tape (for a mode handler that wants the ordinary result).
-std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs,
-                               const Attrs& attrs);
+TensorVector redispatch(const OpDef& op, const TensorVector& inputs, const Attrs& attrs);
 
 // The autograd tape (installed by tessera/autograd): records `op` with its
 // inputs and outputs so backward can run its gradient.
-using TapeRecorder = void (*)(const OpDef& op, const std::vector<Tensor>& inputs,
-                              const Attrs& attrs, std::vector<Tensor>& outputs);
+using TapeRecorder = void (*)(const OpDef& op, const TensorVector& inputs, const Attrs& attrs,
+                              TensorVector& outputs);
 void set_tape_recorder(TapeRecorder recorder);
 // Records on the tape; for the few operations that record themselves (an
 // in-place copy_ records its written base and views). Raises when no
 // autograd layer is linked.
-void record_on_tape(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                    std::vector<Tensor>& outputs);
+void record_on_tape(const OpDef& op, const TensorVector& inputs, const Attrs& attrs,
+                    TensorVector& outputs);
 
 }  // namespace tessera

@@ -21,12 +21,12 @@ const OpDef& dropout_op = register_op([] {
   def.kind = OpKind::random;
   def.torch_name = "torch.nn.functional.dropout";
   def.signature = "dropout(x, p, training)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) {
     TESSERA_CHECK(is_floating(in[0].dtype), "[dropout] needs a floating tensor, got ",
                   dtype_name(in[0].dtype));
-    return std::vector<TensorMeta>{in[0]};
+    return MetaVector{in[0]};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<int64_t> axes;
     for (int64_t d = 0; d < static_cast<int64_t>(in[0].shape.size()); ++d) axes.push_back(d);
     auto signatures = same_split_signatures(1, 1, axes);
@@ -35,8 +35,8 @@ const OpDef& dropout_op = register_op([] {
     return signatures;
   };
   // A shard's elements sit at shard_start (+ its local index) in the logical tensor.
-  def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>&,
-                    const std::vector<TensorMeta>&, const ShardOffsets& offsets) {
+  def.localize = [](const Attrs& attrs, const MetaVector&, const MetaVector&,
+                    const ShardOffsets& offsets) {
     std::vector<int64_t> start = attrs.ints("shard_start");
     for (size_t d = 0; d < start.size(); ++d) start[d] += offsets[0][d];
     Attrs result = attrs;

@@ -19,11 +19,11 @@ namespace tessera {
 
 namespace {
 
-std::vector<TensorMeta> infer_unary(const std::vector<TensorMeta>& in, const Attrs&) {
+MetaVector infer_unary(const MetaVector& in, const Attrs&) {
   return {in[0]};
 }
 
-std::vector<SbpSignature> unary_splits(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<SbpSignature> unary_splits(const MetaVector& in, const Attrs&) {
   return broadcast_split_signatures(in, in[0].shape);
 }
 
@@ -31,7 +31,7 @@ std::vector<SbpSignature> unary_splits(const std::vector<TensorMeta>& in, const 
 // with max and min over ranks (log and sqrt do not qualify: another rank's
 // smaller partial value may lie outside their domain).
 SbpFn monotone_sbp() {
-  return [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return [](const MetaVector& in, const Attrs& attrs) {
     auto signatures = unary_splits(in, attrs);
     signatures.push_back(uniform_signature(1, 1, Sbp::partial_max()));
     signatures.push_back(uniform_signature(1, 1, Sbp::partial_min()));
@@ -99,7 +99,8 @@ constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
 
 const OpDef& neg_op = register_op(unary_def(
     "neg", [](const GradContext& c) { return std::vector<Tensor>{neg(c.grad_output(0))}; }, false,
-    false, [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    false,
+    [](const MetaVector& in, const Attrs& attrs) {
       auto signatures = unary_splits(in, attrs);
       signatures.push_back(uniform_signature(1, 1, Sbp::partial_sum()));
       // Negation turns a max into a min and back.
@@ -286,21 +287,18 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 
 namespace {
 
-std::vector<TensorMeta> infer_binary(const std::vector<TensorMeta>& in, const Attrs&,
-                                     const char* name) {
+MetaVector infer_binary(const MetaVector& in, const Attrs&, const char* name) {
   TESSERA_CHECK(in[0].dtype == in[1].dtype, "[", name, "] inputs must share a dtype after ",
                 "promotion, got ", dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype));
   return {{broadcast_shapes(in[0].shape, in[1].shape, name), in[0].dtype, in[0].device}};
 }
 
 InferFn binary_infer(const char* name) {
-  return [name](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return infer_binary(in, attrs, name);
-  };
+  return [name](const MetaVector& in, const Attrs& attrs) { return infer_binary(in, attrs, name); };
 }
 
 SbpFn binary_sbp(std::vector<SbpSignature> extra) {
-  return [extra](const std::vector<TensorMeta>& in, const Attrs&) {
+  return [extra](const MetaVector& in, const Attrs&) {
     auto signatures = broadcast_split_signatures(in, broadcast_shapes(in[0].shape, in[1].shape, "sbp"));
     signatures.insert(signatures.end(), extra.begin(), extra.end());
     return signatures;
@@ -575,13 +573,13 @@ OpDef predicate_def(const char* name, int arity) {
   def.kind = OpKind::elementwise;
   document(def, kElementwiseDocs);
   def.differentiable = false;
-  def.infer = [name, arity](const std::vector<TensorMeta>& in, const Attrs&) {
-    if (arity == 1) return std::vector<TensorMeta>{{in[0].shape, DType::boolean, in[0].device}};
+  def.infer = [name, arity](const MetaVector& in, const Attrs&) {
+    if (arity == 1) return MetaVector{{in[0].shape, DType::boolean, in[0].device}};
     auto out = infer_binary(in, {}, name);
     out[0].dtype = DType::boolean;
     return out;
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     Shape shape = in[0].shape;
     for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, "sbp");
     return broadcast_split_signatures(in, shape);
@@ -635,16 +633,16 @@ const OpDef& where_op = register_op([] {
   def.torch_name = "torch.where, torch.Tensor.masked_fill";
   def.signature = "where(condition, a, b), masked_fill(x, mask, value)";
   def.kernel_dtype_input = 1;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) {
     TESSERA_CHECK(in[0].dtype == DType::boolean, "[where] condition must be bool, got ",
                   dtype_name(in[0].dtype));
     TESSERA_CHECK(in[1].dtype == in[2].dtype, "[where] branches must share a dtype after ",
                   "promotion, got ", dtype_name(in[1].dtype), " and ", dtype_name(in[2].dtype));
     Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"),
                                    in[2].shape, "where");
-    return std::vector<TensorMeta>{{shape, in[1].dtype, in[1].device}};
+    return MetaVector{{shape, in[1].dtype, in[1].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"),
                                    in[2].shape, "where");
     auto signatures = broadcast_split_signatures(in, shape);
@@ -671,10 +669,10 @@ const OpDef& cast_op = register_op([] {
   def.kind = OpKind::elementwise;
   def.torch_name = "torch.Tensor.to (dtype)";
   def.signature = "cast(x, dtype), x.to(dtype)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{in[0].shape, attrs.get<DType>("dtype"), in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{in[0].shape, attrs.get<DType>("dtype"), in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     auto signatures = unary_splits(in, attrs);
     // Casting between floating types commutes with sums up to rounding only,
     // so partial signatures are limited to max/min (exact for any dtype).
@@ -698,7 +696,7 @@ const OpDef& copy_op = register_op([] {
   def.torch_name = "torch.clone";
   def.signature = "copy(x), x.clone()";
   def.infer = infer_unary;
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     auto signatures = unary_splits(in, attrs);
     for (Sbp partial : {Sbp::partial_sum(), Sbp::partial_max(), Sbp::partial_min()}) {
       signatures.push_back(uniform_signature(1, 1, partial));
@@ -751,16 +749,16 @@ const OpDef& clamp_tensor_op = register_op([] {
   def.kind = OpKind::elementwise;
   def.torch_name = "torch.clamp (tensor min/max), torch.clamp_min, torch.clamp_max";
   def.signature = "clamp(x, min, max), clamp_min(x, min), clamp_max(x, max)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) {
     for (size_t i = 1; i < 3; ++i) {
       TESSERA_CHECK(in[i].dtype == in[0].dtype, "[clamp] bounds must share x's dtype after ",
                     "promotion, got ", dtype_name(in[0].dtype), " and ", dtype_name(in[i].dtype));
     }
     Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "clamp"),
                                    in[2].shape, "clamp");
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "clamp"),
                                    in[2].shape, "clamp");
     return broadcast_split_signatures(in, shape);
@@ -850,13 +848,13 @@ const OpDef& copy_into_op() {
     d.name = "copy_";
     d.kind = OpKind::elementwise;
     d.writes = {0};
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    d.infer = [](const MetaVector& in, const Attrs&) {
       const Shape target = broadcast_shapes(in.at(1).shape, in.at(0).shape, "copy_");
       TESSERA_CHECK(target == in[0].shape, "[copy_] source of shape ", shape_str(in[1].shape),
                     " does not broadcast to the destination's shape ", shape_str(in[0].shape));
-      return std::vector<TensorMeta>{in[0]};
+      return MetaVector{in[0]};
     };
-    d.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    d.sbp = [](const MetaVector& in, const Attrs&) {
       std::vector<SbpSignature> signatures = broadcast_split_signatures(in, in.at(0).shape);
       // dst_r = src_r on every rank: partial values stay partial, as long as
       // the cast to dst's dtype commutes with the reduction (it does not for
@@ -896,10 +894,8 @@ const OpDef& fill_op() {
     d.kind = OpKind::elementwise;
     d.writes = {0};
     d.differentiable = false;  // a tracked fill_ is recorded as a copy_ of the value
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-      return std::vector<TensorMeta>{in.at(0)};
-    };
-    d.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    d.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in.at(0)}; };
+    d.sbp = [](const MetaVector& in, const Attrs&) {
       return broadcast_split_signatures(in, in.at(0).shape);
     };
     d.torch_name = "torch.Tensor.fill_";
@@ -961,9 +957,7 @@ const OpDef& copy_into_view_op() {
     OpDef d;
     d.name = "copy_slices";
     d.kind = OpKind::elementwise;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-      return std::vector<TensorMeta>{in.at(0)};
-    };
+    d.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in.at(0)}; };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
       std::vector<Tensor> grads(2);
@@ -994,10 +988,10 @@ const OpDef& view_of_written_base_op() {
     OpDef d;
     d.name = "as_strided";
     d.kind = OpKind::elementwise;
-    d.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    d.infer = [](const MetaVector& in, const Attrs& attrs) {
       TensorMeta meta = in.at(0);
       meta.shape = attrs.ints("shape");
-      return std::vector<TensorMeta>{meta};
+      return MetaVector{meta};
     };
     d.saves_inputs = false;
     d.grad = [](const GradContext& c) {
@@ -1035,12 +1029,12 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (record && is_view()) {
     Tensor base(impl().view_base);
     const Attrs geometry = view_geometry(*this, base.impl());
-    std::vector<Tensor> bases{base};
+    TensorVector bases{base};
     record_on_tape(copy_into_view_op(), {base, src}, geometry, bases);
-    std::vector<Tensor> views{*this};
+    TensorVector views{*this};
     record_on_tape(view_of_written_base_op(), {base}, geometry, views);
   } else if (record) {
-    std::vector<Tensor> outputs{*this};
+    TensorVector outputs{*this};
     record_on_tape(copy_into_op(), {*this, src}, {}, outputs);
   }
   return *this;

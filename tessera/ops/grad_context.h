@@ -16,13 +16,13 @@ struct OpDef;
 struct SavedOp {
   const OpDef* op = nullptr;
   Attrs attrs;
-  std::vector<TensorMeta> input_metas;
+  MetaVector input_metas;
   std::vector<Tensor> inputs;         // empty when the op saves none
   std::vector<Tensor> saved_outputs;  // detached aliases, when the op saves them
   // Tensor::version() of each saved tensor when it was saved.
   std::vector<uint64_t> input_versions;
   std::vector<uint64_t> output_versions;
-  std::vector<TensorMeta> output_metas;
+  MetaVector output_metas;
   std::vector<bool> input_needs_grad;
   bool released = false;  // saved tensors freed after a backward
 };

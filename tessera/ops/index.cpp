@@ -51,7 +51,7 @@ Tensor slice_to(const Tensor& src, const Shape& shape) {
 
 // The scatters keep a dim split when x, index and src all have its full
 // extent there (each rank scatters its own rows).
-std::vector<SbpSignature> scatter_splits(const std::vector<TensorMeta>& in, int64_t dim) {
+std::vector<SbpSignature> scatter_splits(const MetaVector& in, int64_t dim) {
   const Shape &x = in[0].shape, &index = in[1].shape, &src = in[2].shape;
   std::vector<SbpSignature> signatures;
   for (int64_t d = 0; d < rank_of(in[0]); ++d) {
@@ -68,12 +68,12 @@ const OpDef& embedding_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.embedding";
   def.signature = "embedding(weight, indices, padding_idx)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) {
     Shape shape = in[1].shape;
     shape.push_back(in[0].shape[1]);
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<SbpSignature> signatures;
     // Indices split along any axis split the output there; a weight split
     // along D splits the output's last axis. A vocabulary-split weight
@@ -108,12 +108,12 @@ const OpDef& index_select_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.index_select";
   def.signature = "index_select(x, dim, index)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     Shape shape = in[0].shape;
     shape[attrs.i("dim")] = numel(in[1].shape);
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < rank_of(in[0]); ++d) {
@@ -138,10 +138,10 @@ const OpDef& gather_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.gather";
   def.signature = "gather(x, dim, index)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{{in[1].shape, in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs&) {
+    return MetaVector{{in[1].shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     std::vector<SbpSignature> signatures;
     // Along other axes, x and index rows only line up when the sizes agree.
@@ -169,10 +169,8 @@ const OpDef& scatter_add_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter_add";
   def.signature = "scatter_add(x, dim, index, src)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     const Shape &index = in[1].shape, &src = in[2].shape;
     std::vector<SbpSignature> signatures = scatter_splits(in, dim);
@@ -201,10 +199,8 @@ const OpDef& index_add_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.index_add";
   def.signature = "index_add(x, dim, index, source, alpha)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     int64_t dim = attrs.i("dim");
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < rank_of(in[0]); ++d) {
@@ -234,10 +230,8 @@ const OpDef& scatter_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter";
   def.signature = "scatter(x, dim, index, src | value)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     return scatter_splits(in, attrs.i("dim"));
   };
   def.grad = [](const GradContext& c) {
@@ -309,10 +303,8 @@ const OpDef& scatter_reduce_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.scatter_reduce";
   def.signature = "scatter_reduce(x, dim, index, src, reduce, include_self)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     return scatter_splits(in, attrs.i("dim"));
   };
   def.saves_outputs = true;

@@ -120,13 +120,11 @@ const OpDef& cross_entropy_backward_op = register_op([] {
   def.torch_name = "internal";
   def.signature = "cross_entropy's gradient";
   def.kernel_dtype_input = 1;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[1]};
-  };
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[1]}; };
   // Samples split as in the forward (grad split with them when it is per
   // sample, whole otherwise); "mean" needs the global divisor. Linear in
   // grad, so a partial grad gives a partial result.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     const std::string& reduction = attrs.get<std::string>("reduction");
     for (int64_t d = 0; reduction != "mean" && d < static_cast<int64_t>(in[1].shape.size()); ++d) {
@@ -164,7 +162,7 @@ const OpDef& cross_entropy_op = register_op([] {
   def.signature =
       "cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing), "
       "nll_loss(log_probs, target, weight, ignore_index, reduction)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const TensorMeta& logits = in[0];
     TESSERA_CHECK(is_floating(logits.dtype) && logits.shape.size() >= 2, "[cross_entropy] ",
                   "logits must be floating with shape [N, C, ...], got ", shape_str(logits.shape),
@@ -173,12 +171,12 @@ const OpDef& cross_entropy_op = register_op([] {
                   dtype_name(in[1].dtype));
     Shape out;
     if (attrs.get<std::string>("reduction") == "none") out = in[1].shape;
-    return std::vector<TensorMeta>{{out, logits.dtype, logits.device}};
+    return MetaVector{{out, logits.dtype, logits.device}};
   };
   // Samples are independent: split the batch or a spatial dim of logits and
   // target together. Per-sample losses stay split and their sum becomes a
   // partial sum; "mean" divides by a global total, so it has no split.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     const std::string& reduction = attrs.get<std::string>("reduction");
     if (reduction == "mean") return signatures;

@@ -21,14 +21,13 @@ constexpr double kLn10 = 2.30258509299404568402;
 constexpr double kSqrtPiOverTwo = 0.88622692545275801365;
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
 
-std::vector<SbpSignature> unary_splits(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<SbpSignature> unary_splits(const MetaVector& in, const Attrs&) {
   return broadcast_split_signatures(in, in[0].shape);
 }
 
 // Monotone non-decreasing functions of the whole real line commute with max
 // and min over ranks.
-std::vector<SbpSignature> monotone_signatures(const std::vector<TensorMeta>& in,
-                                              const Attrs& attrs) {
+std::vector<SbpSignature> monotone_signatures(const MetaVector& in, const Attrs& attrs) {
   auto signatures = unary_splits(in, attrs);
   signatures.push_back(uniform_signature(1, 1, Sbp::partial_max()));
   signatures.push_back(uniform_signature(1, 1, Sbp::partial_min()));
@@ -42,9 +41,7 @@ OpDef unary_def(const char* name, const char* torch_name, const char* signature,
   def.kind = OpKind::elementwise;
   def.torch_name = torch_name;
   def.signature = signature;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
   def.sbp = monotone ? SbpFn(monotone_signatures) : SbpFn(unary_splits);
   def.grad = std::move(grad);
   def.saves_outputs = saves_outputs;
@@ -117,8 +114,8 @@ OpDef predicate_def(const char* name, const char* torch_name, const char* signat
   def.torch_name = torch_name;
   def.signature = signature;
   def.differentiable = false;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{{in[0].shape, DType::boolean, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs&) {
+    return MetaVector{{in[0].shape, DType::boolean, in[0].device}};
   };
   def.sbp = unary_splits;
   return def;
@@ -214,8 +211,8 @@ namespace {
 const Sbp kPs = Sbp::partial_sum();
 const Sbp kB = Sbp::broadcast();
 
-std::vector<TensorMeta> infer_binary(const std::vector<TensorMeta>& in, const std::string& name,
-                                     std::optional<DType> out_dtype = std::nullopt) {
+MetaVector infer_binary(const MetaVector& in, const std::string& name,
+                        std::optional<DType> out_dtype = std::nullopt) {
   TESSERA_CHECK(in[0].dtype == in[1].dtype, "[", name, "] inputs must share a dtype after ",
                 "promotion, got ", dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype));
   return {{broadcast_shapes(in[0].shape, in[1].shape, name.c_str()), out_dtype.value_or(in[0].dtype),
@@ -230,10 +227,8 @@ OpDef binary_def(const char* name, const char* torch_name, const char* signature
   def.torch_name = torch_name;
   def.signature = signature;
   std::string op_name = name;
-  def.infer = [op_name](const std::vector<TensorMeta>& in, const Attrs&) {
-    return infer_binary(in, op_name);
-  };
-  def.sbp = [extra](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [op_name](const MetaVector& in, const Attrs&) { return infer_binary(in, op_name); };
+  def.sbp = [extra](const MetaVector& in, const Attrs&) {
     auto signatures =
         broadcast_split_signatures(in, broadcast_shapes(in[0].shape, in[1].shape, "sbp"));
     signatures.insert(signatures.end(), extra.begin(), extra.end());
@@ -296,7 +291,7 @@ const OpDef& logaddexp2_op = register_op(binary_def(
         [](const GradContext& c) { return reciprocal(add(exp2(sub(c.input(0), c.input(1))), 1.0)); })));
 const OpDef& logical_xor_op = [] {
   OpDef def = binary_def("logical_xor", "torch.logical_xor", "logical_xor(a, b)", nullptr);
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) {
     return infer_binary(in, "logical_xor", DType::boolean);
   };
   return register_op(std::move(def));

@@ -14,7 +14,7 @@ namespace {
 
 Shape batch_of(const Shape& shape) { return Shape(shape.begin(), shape.end() - 2); }
 
-std::vector<TensorMeta> infer_matmul(const std::vector<TensorMeta>& in, const Attrs&) {
+MetaVector infer_matmul(const MetaVector& in, const Attrs&) {
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
   TESSERA_CHECK(a.size() >= 2 && b.size() >= 2, "[matmul] the op needs operands with at least ",
@@ -34,7 +34,7 @@ std::vector<TensorMeta> infer_matmul(const std::vector<TensorMeta>& in, const At
 // both gives partial sums; matmul is linear in each operand, so a partial
 // operand times a broadcast one is partial; batch dims split like
 // broadcasting elementwise ops.
-std::vector<SbpSignature> matmul_sbp(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+std::vector<SbpSignature> matmul_sbp(const MetaVector& in, const Attrs& attrs) {
   const auto nd_a = static_cast<int64_t>(in[0].shape.size());
   const auto nd_b = static_cast<int64_t>(in[1].shape.size());
   const Shape out = infer_matmul(in, attrs)[0].shape;
@@ -97,8 +97,7 @@ const OpDef& matmul_op = register_op([] {
   def.name = "matmul";
   def.kind = OpKind::matmul;
   // 2·m·n·k per product: each output element is a k-long dot product.
-  def.cost = [](const std::vector<TensorMeta>& in, const std::vector<TensorMeta>& out,
-                const Attrs&) {
+  def.cost = [](const MetaVector& in, const MetaVector& out, const Attrs&) {
     const double inner = in[0].shape.empty() ? 1.0 : static_cast<double>(in[0].shape.back());
     OpCost cost;
     cost.flops = 2 * static_cast<double>(numel(out[0].shape)) * inner;

@@ -96,14 +96,14 @@ const OpDef& layer_norm_backward_op = register_op([] {
   def.kind = OpKind::reduction;
   def.torch_name = "internal";
   def.signature = "layer_norm's gradient";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const TensorMeta& x = in[1];
     TensorMeta param{attrs.ints("normalized_shape"), x.dtype, x.device};
-    return std::vector<TensorMeta>{x, param, param};
+    return MetaVector{x, param, param};
   };
   // Rows are independent, and the parameter gradients sum over rows. All
   // outputs are linear in grad, so partial grads give partial results.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     const Sbp partial = Sbp::partial_sum();
     for (int64_t d = 0; d < batch_dims(in[1], attrs); ++d) {
@@ -159,17 +159,17 @@ const OpDef& layer_norm_op = register_op([] {
   def.kind = OpKind::reduction;
   def.torch_name = "torch.nn.functional.layer_norm";
   def.signature = "layer_norm(x, normalized_shape, weight, bias, eps)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const TensorMeta& x = in[0];
     TESSERA_CHECK(is_floating(x.dtype), "[layer_norm] needs a floating tensor, got ",
                   dtype_name(x.dtype));
     TensorMeta stats{stats_shape(x.shape, attrs.ints("normalized_shape").size()), x.dtype,
                      x.device};
-    return std::vector<TensorMeta>{x, stats, stats};
+    return MetaVector{x, stats, stats};
   };
   // Batch dims split; weight and bias, which cover the normalised dims, are
   // needed whole on every rank.
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < batch_dims(in[0], attrs); ++d) {
       std::vector<Sbp> inputs(in.size(), Sbp::broadcast());

@@ -149,8 +149,8 @@ KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
   return entry.fn;
 }
 
-OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs,
-               const std::vector<TensorMeta>& outputs, const Attrs& attrs) {
+OpCost op_cost(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs,
+               const Attrs& attrs) {
   if (op.cost) return op.cost(inputs, outputs, attrs);
   if (op.kind == OpKind::view) return {};
   OpCost cost;
@@ -169,7 +169,7 @@ OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs,
   return cost;
 }
 
-std::vector<SbpSignature> sbp_signatures(const OpDef& op, const std::vector<TensorMeta>& inputs,
+std::vector<SbpSignature> sbp_signatures(const OpDef& op, const MetaVector& inputs,
                                          const Attrs& attrs) {
   std::vector<SbpSignature> signatures;
   if (op.sbp) signatures = op.sbp(inputs, attrs);

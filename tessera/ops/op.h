@@ -17,20 +17,18 @@ namespace tessera {
 
 struct KernelContext;
 
-using InferFn = std::function<std::vector<TensorMeta>(const std::vector<TensorMeta>&, const Attrs&)>;
-using SbpFn =
-    std::function<std::vector<SbpSignature>(const std::vector<TensorMeta>&, const Attrs&)>;
+using InferFn = std::function<MetaVector(const MetaVector&, const Attrs&)>;
+using SbpFn = std::function<std::vector<SbpSignature>(const MetaVector&, const Attrs&)>;
 using GradFn = std::function<std::vector<Tensor>(const GradContext&)>;
 // For view ops: builds the output alias of inputs[0] from the inferred meta.
-using ViewFn = std::function<Tensor(const std::vector<Tensor>&, const Attrs&)>;
+using ViewFn = std::function<Tensor(const TensorVector&, const Attrs&)>;
 // Rewrites logical attributes for a run on one shard (e.g. reshape's target
 // shape, or where a random op's shard starts). Given the inputs' local and
 // logical metas and, per input, the logical index where its shard starts.
 // Identity when absent.
 using ShardOffsets = std::vector<std::vector<int64_t>>;
-using LocalizeFn = std::function<Attrs(const Attrs&, const std::vector<TensorMeta>& local,
-                                       const std::vector<TensorMeta>& logical,
-                                       const ShardOffsets& offsets)>;
+using LocalizeFn = std::function<Attrs(const Attrs&, const MetaVector& local,
+                                       const MetaVector& logical, const ShardOffsets& offsets)>;
 using KernelFn = void (*)(KernelContext&);
 
 // What an op is, for code that treats families alike: common-subexpression
@@ -55,8 +53,8 @@ struct OpCost {
   double flops = 0;
   double bytes = 0;
 };
-using CostFn = std::function<OpCost(const std::vector<TensorMeta>& inputs,
-                                    const std::vector<TensorMeta>& outputs, const Attrs& attrs)>;
+using CostFn =
+    std::function<OpCost(const MetaVector& inputs, const MetaVector& outputs, const Attrs& attrs)>;
 
 // The unit of extension: everything device-free about one op. Defined once
 // in tessera/ops/<family>.cpp; kernels register against `name`.
@@ -145,8 +143,8 @@ struct Stream {
 
 struct KernelContext {
   const OpDef& op;
-  const std::vector<Tensor>& inputs;
-  std::vector<Tensor>& outputs;
+  const TensorVector& inputs;
+  TensorVector& outputs;
   const Attrs& attrs;
   Workspace& workspace;
   Stream stream{};
@@ -184,18 +182,17 @@ bool has_kernel(const OpDef& op, DeviceType device, DType dtype);
 // for its inputs (eager-local: infer, allocate or alias, run the kernel;
 // meta; eager-global) and records it on the autograd tape when a gradient
 // is needed.
-std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs,
-                         const Attrs& attrs = {});
-Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attrs = {});
+Tensor call1(const OpDef& op, const TensorVector& inputs, const Attrs& attrs = {});
 
 // The work of running `op` on tensors of these metas: op.cost when set;
 // otherwise every input and output byte moved once, one FLOP per output
 // element (per input element for reductions), nothing for views.
-OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs,
-               const std::vector<TensorMeta>& outputs, const Attrs& attrs);
+OpCost op_cost(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs,
+               const Attrs& attrs);
 
 // The SBP signatures of op for these inputs, all-broadcast appended.
-std::vector<SbpSignature> sbp_signatures(const OpDef& op, const std::vector<TensorMeta>& inputs,
+std::vector<SbpSignature> sbp_signatures(const OpDef& op, const MetaVector& inputs,
                                          const Attrs& attrs);
 
 }  // namespace tessera

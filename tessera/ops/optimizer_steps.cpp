@@ -8,15 +8,14 @@ namespace tessera {
 namespace {
 
 // Every input has the written parameter's shape and dtype.
-std::vector<TensorMeta> infer_update(const char* op, const std::vector<TensorMeta>& in,
-                                     const std::vector<int>& writes) {
+MetaVector infer_update(const char* op, const MetaVector& in, const std::vector<int>& writes) {
   for (size_t i = 1; i < in.size(); ++i) {
     TESSERA_CHECK(in[i].shape == in[0].shape && in[i].dtype == in[0].dtype, "[", op, "] input ", i,
                   " is ", shape_str(in[i].shape), " ", dtype_name(in[i].dtype),
                   "; every input must match the parameter, ", shape_str(in[0].shape), " ",
                   dtype_name(in[0].dtype));
   }
-  std::vector<TensorMeta> out;
+  MetaVector out;
   for (int w : writes) out.push_back(in[static_cast<size_t>(w)]);
   return out;
 }
@@ -29,10 +28,10 @@ OpDef update_def(const char* name, std::vector<int> writes, const char* torch_na
   d.writes = writes;
   d.differentiable = false;
   d.contiguous_inputs = true;
-  d.infer = [name, writes](const std::vector<TensorMeta>& in, const Attrs&) {
+  d.infer = [name, writes](const MetaVector& in, const Attrs&) {
     return infer_update(name, in, writes);
   };
-  d.sbp = [writes](const std::vector<TensorMeta>& in, const Attrs&) {
+  d.sbp = [writes](const MetaVector& in, const Attrs&) {
     return broadcast_split_signatures(in, in.at(0).shape, writes.size());
   };
   d.torch_name = torch_name;

@@ -49,11 +49,10 @@ const OpDef& pad_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.pad";
   def.signature = "pad(x, pads, mode, value)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{
-        {padded_shape(in[0].shape, attrs, 1), in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{padded_shape(in[0].shape, attrs, 1), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+  def.sbp = [](const MetaVector&, const Attrs& attrs) {
     auto signatures = unpadded_splits(attrs);
     // Every rank pads with the same value: fine for max and min, and for
     // sums when that value is 0 (or when padding copies input values).
@@ -88,11 +87,10 @@ const OpDef& pad_backward_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.ops.aten.reflection_pad2d_backward (and the other modes)";
   def.signature = "pad_backward (the gradient of pad in the reflect, replicate and circular modes)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{
-        {padded_shape(in[0].shape, attrs, -1), in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{padded_shape(in[0].shape, attrs, -1), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+  def.sbp = [](const MetaVector&, const Attrs& attrs) {
     auto signatures = unpadded_splits(attrs);
     signatures.push_back({{Sbp::partial_sum()}, {Sbp::partial_sum()}});
     return signatures;

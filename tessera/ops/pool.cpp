@@ -135,8 +135,7 @@ std::vector<Tensor> max_pool_grad(const GradContext& c) {
 }
 
 // Values and indices; the indices carry no gradient.
-std::vector<TensorMeta> infer_with_indices(const std::vector<TensorMeta>& in, const Attrs& attrs,
-                                           const char* op) {
+MetaVector infer_with_indices(const MetaVector& in, const Attrs& attrs, const char* op) {
   TensorMeta values = pooled_meta(in[0], attrs, op);
   TensorMeta indices = values;
   indices.dtype = DType::i64;
@@ -151,10 +150,10 @@ const OpDef& max_pool_op = register_op([] {
   def.signature =
       "max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode); "
       "max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{pooled_meta(in[0], attrs, "max_pool2d")};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{pooled_meta(in[0], attrs, "max_pool2d")};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     auto signatures = plane_splits(1, in[0].shape);
     // The max of maxima over ranks is the max over the window of the max over ranks.
     signatures.push_back(uniform_signature(1, 1, Sbp::partial_max()));
@@ -174,12 +173,10 @@ const OpDef& max_pool_indices_op = register_op([] {
   def.signature =
       "max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode); "
       "max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     return infer_with_indices(in, attrs, "max_pool2d_with_indices");
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return plane_splits(1, in[0].shape, 2);
-  };
+  def.sbp = [](const MetaVector& in, const Attrs&) { return plane_splits(1, in[0].shape, 2); };
   def.grad = max_pool_grad;
   return def;
 }());
@@ -192,7 +189,7 @@ const OpDef& adaptive_max_pool_op = register_op([] {
   def.signature =
       "adaptive_max_pool2d(x, output_size); adaptive_max_pool2d_with_indices(x, output_size); "
       "adaptive_max_pool1d(x, output_size); adaptive_max_pool1d_with_indices(x, output_size)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     // As PyTorch: unlike adaptive_avg_pool2d, every dim but the first must be non-empty.
     const Shape& x = in[0].shape;
     for (size_t d = 1; d < x.size(); ++d) {
@@ -201,9 +198,7 @@ const OpDef& adaptive_max_pool_op = register_op([] {
     }
     return infer_with_indices(in, attrs, "adaptive_max_pool2d");
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return plane_splits(1, in[0].shape, 2);
-  };
+  def.sbp = [](const MetaVector& in, const Attrs&) { return plane_splits(1, in[0].shape, 2); };
   def.grad = max_pool_grad;
   return def;
 }());
@@ -216,7 +211,7 @@ const OpDef& max_pool_backward_op = register_op([] {
   def.signature = "max_pool2d_backward(grad_output, x, kernel_size, stride, padding, dilation, "
                   "ceil_mode)";
   def.kernel_dtype_input = 1;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const char* op = "max_pool2d_backward";
     check_floating(in[1], op);
     TESSERA_CHECK(in[0].dtype == in[1].dtype, "[", op, "] grad_output and input must share a ",
@@ -225,9 +220,9 @@ const OpDef& max_pool_backward_op = register_op([] {
     TESSERA_CHECK(in[0].shape == pooled, "[", op, "] grad_output has shape ",
                   shape_str(in[0].shape), " but pooling input ", shape_str(in[1].shape),
                   " gives ", shape_str(pooled));
-    return std::vector<TensorMeta>{in[1]};
+    return MetaVector{in[1]};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     auto signatures = plane_splits(2, in[1].shape);
     // Linear in grad_output for a fixed input.
     signatures.push_back({{Sbp::partial_sum(), kB}, {Sbp::partial_sum()}});
@@ -250,17 +245,16 @@ const OpDef& max_pool_select_op = register_op([] {
   def.contiguous_inputs = true;
   def.torch_name = "internal";
   def.signature = "max_pool2d_select(x, source, kernel_size, stride, padding, dilation, ceil_mode)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const char* op = "max_pool2d_select";
     check_floating(in[0], op);
     TESSERA_CHECK(in[0].dtype == in[1].dtype && in[0].shape == in[1].shape, "[", op,
                   "] source must match x in shape and dtype: x is ", shape_str(in[0].shape), " (",
                   dtype_name(in[0].dtype), "), source is ", shape_str(in[1].shape), " (",
                   dtype_name(in[1].dtype), ")");
-    return std::vector<TensorMeta>{{pooled_shape(in[0].shape, attrs, op), in[0].dtype,
-                                    in[0].device}};
+    return MetaVector{{pooled_shape(in[0].shape, attrs, op), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     auto signatures = plane_splits(2, in[0].shape);
     // Selection commutes with any reduction over ranks of the source.
     for (Sbp partial : {Sbp::partial_sum(), Sbp::partial_max(), Sbp::partial_min()}) {
@@ -283,7 +277,7 @@ const OpDef& max_pool_select_op_ref() { return max_pool_select_op; }
 
 // ---- average pooling ------------------------------------------------------
 
-std::vector<SbpSignature> linear_pool_sbp(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<SbpSignature> linear_pool_sbp(const MetaVector& in, const Attrs&) {
   auto signatures = plane_splits(1, in[0].shape);
   signatures.push_back(uniform_signature(1, 1, Sbp::partial_sum()));
   return signatures;
@@ -306,8 +300,8 @@ const OpDef& avg_pool_op = register_op([] {
       "avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode, "
       "divisor_override); avg_pool1d(x, kernel_size, stride, padding, count_include_pad, "
       "ceil_mode)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{pooled_meta(in[0], attrs, "avg_pool2d")};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{pooled_meta(in[0], attrs, "avg_pool2d")};
   };
   def.sbp = linear_pool_sbp;
   def.saves_inputs = false;
@@ -321,8 +315,8 @@ const OpDef& adaptive_avg_pool_op = register_op([] {
   def.contiguous_inputs = true;
   def.torch_name = "torch.nn.functional.adaptive_avg_pool2d, torch.nn.functional.adaptive_avg_pool1d";
   def.signature = "adaptive_avg_pool2d(x, output_size); adaptive_avg_pool1d(x, output_size)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{pooled_meta(in[0], attrs, "adaptive_avg_pool2d")};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{pooled_meta(in[0], attrs, "adaptive_avg_pool2d")};
   };
   def.sbp = linear_pool_sbp;
   def.saves_inputs = false;
@@ -337,7 +331,7 @@ const OpDef& avg_pool_backward_op = register_op([] {
   def.torch_name = "torch.ops.aten.avg_pool2d_backward";
   def.signature = "avg_pool2d_backward(grad_output, input_hw, kernel_size, stride, padding, "
                   "count_include_pad, ceil_mode, divisor_override)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const char* op = "avg_pool2d_backward";
     check_floating(in[0], op);
     TESSERA_CHECK(in[0].shape.size() == 3 || in[0].shape.size() == 4, "[", op,
@@ -349,7 +343,7 @@ const OpDef& avg_pool_backward_op = register_op([] {
     TESSERA_CHECK(in[0].shape == pooled, "[", op, "] grad_output has shape ",
                   shape_str(in[0].shape), " but pooling an input of size ", shape_str(hw),
                   " gives ", shape_str(pooled));
-    return std::vector<TensorMeta>{{input, in[0].dtype, in[0].device}};
+    return MetaVector{{input, in[0].dtype, in[0].device}};
   };
   def.sbp = linear_pool_sbp;
   def.saves_inputs = false;

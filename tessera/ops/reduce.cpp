@@ -32,8 +32,7 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool k
 }
 
 // Reduction attrs always carry normalised, sorted dims.
-std::vector<TensorMeta> infer_reduce(const std::vector<TensorMeta>& in, const Attrs& attrs,
-                                     DType dtype) {
+MetaVector infer_reduce(const MetaVector& in, const Attrs& attrs, DType dtype) {
   return {{reduced_shape(in[0].shape, attrs.ints("dims"), attrs.b("keepdim")), dtype, in[0].device}};
 }
 
@@ -74,10 +73,10 @@ const OpDef& sum_op = register_op([] {
   def.kind = OpKind::reduction;
   def.torch_name = "torch.sum";
   def.signature = "sum(x, dims, keepdim)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, is_floating(in[0].dtype) ? in[0].dtype : DType::i64);
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     return reduce_signatures(in[0], attrs, Sbp::partial_sum());
   };
   def.saves_inputs = false;
@@ -109,10 +108,10 @@ OpDef extremum_def(const char* name, Sbp partial) {
   def.name = name;
   def.kind = OpKind::reduction;
   document(def, kReduceDocs);
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, in[0].dtype);
   };
-  def.sbp = [partial](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [partial](const MetaVector& in, const Attrs& attrs) {
     return reduce_signatures(in[0], attrs, partial);
   };
   def.saves_outputs = true;
@@ -129,10 +128,10 @@ OpDef arg_def(const char* name) {
   def.kind = OpKind::reduction;
   document(def, kReduceDocs);
   def.differentiable = false;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     return infer_reduce(in, attrs, DType::i64);
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     return reduce_signatures(in[0], attrs, std::nullopt);
   };
   return def;

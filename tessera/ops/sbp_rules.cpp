@@ -2,9 +2,8 @@
 
 namespace tessera {
 
-std::vector<SbpSignature> broadcast_split_signatures(const std::vector<TensorMeta>& inputs,
-                                                     const Shape& out_shape,
-                                                     size_t num_outputs) {
+std::vector<SbpSignature> broadcast_split_signatures(const MetaVector& inputs,
+                                                     const Shape& out_shape, size_t num_outputs) {
   std::vector<SbpSignature> signatures;
   const int64_t out_ndim = static_cast<int64_t>(out_shape.size());
   for (int64_t axis = 0; axis < out_ndim; ++axis) {

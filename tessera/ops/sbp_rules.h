@@ -11,7 +11,7 @@ namespace tessera {
 
 // For every output axis: inputs that have that axis at full size are split
 // along it, inputs broadcast along it stay B; the output is split.
-std::vector<SbpSignature> broadcast_split_signatures(const std::vector<TensorMeta>& inputs,
+std::vector<SbpSignature> broadcast_split_signatures(const MetaVector& inputs,
                                                      const Shape& out_shape,
                                                      size_t num_outputs = 1);
 

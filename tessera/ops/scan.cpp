@@ -19,7 +19,7 @@ namespace {
 
 // Any dim other than the scanned one may be split; a split of it would need
 // the running value of the shards before.
-std::vector<SbpSignature> along_dim_splits(const std::vector<TensorMeta>& in, const Attrs& attrs,
+std::vector<SbpSignature> along_dim_splits(const MetaVector& in, const Attrs& attrs,
                                            size_t num_outputs) {
   std::vector<SbpSignature> signatures;
   const int64_t dim = attrs.i("dim");
@@ -39,10 +39,8 @@ const OpDef& cumsum_op = register_op([] {
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.cumsum";
   def.signature = "cumsum(x, dim, dtype)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     auto signatures = along_dim_splits(in, attrs, 1);
     // A running sum is linear: partial sums stay partial.
     signatures.push_back({{Sbp::partial_sum()}, {Sbp::partial_sum()}});
@@ -69,12 +67,8 @@ const OpDef& cumprod_backward_op = register_op([] {
   def.torch_name = "internal";
   def.signature = "cumprod's gradient";
   def.kernel_dtype_input = 1;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[1]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return along_dim_splits(in, attrs, 1);
-  };
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[1]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) { return along_dim_splits(in, attrs, 1); };
   def.grad = [](const GradContext&) -> std::vector<Tensor> {
     TESSERA_FAIL("[cumprod] second-order gradients of cumprod are not implemented");
     return {};
@@ -88,12 +82,8 @@ const OpDef& cumprod_op = register_op([] {
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.cumprod";
   def.signature = "cumprod(x, dim, dtype)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return along_dim_splits(in, attrs, 1);
-  };
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) { return along_dim_splits(in, attrs, 1); };
   def.saves_outputs = true;
   def.grad = [](const GradContext& c) {
     return std::vector<Tensor>{call1(cumprod_backward_op,
@@ -112,7 +102,7 @@ Tensor scatter_back(const GradContext& c) {
   return scatter_add(base, c.attrs().i("dim"), indices, g);
 }
 
-std::vector<TensorMeta> infer_values_indices(const TensorMeta& x, int64_t dim, int64_t size) {
+MetaVector infer_values_indices(const TensorMeta& x, int64_t dim, int64_t size) {
   TensorMeta values = x;
   if (!values.shape.empty()) values.shape[dim] = size;
   TensorMeta indices = values;
@@ -126,13 +116,11 @@ const OpDef& sort_op = register_op([] {
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.sort, torch.argsort";
   def.signature = "sort(x, dim, descending, stable), argsort(x, dim, descending, stable)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const int64_t dim = attrs.i("dim");
     return infer_values_indices(in[0], dim, in[0].shape.empty() ? 1 : in[0].shape[dim]);
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return along_dim_splits(in, attrs, 2);
-  };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) { return along_dim_splits(in, attrs, 2); };
   def.saves_inputs = false;
   def.saves_outputs = true;
   def.grad = [](const GradContext& c) { return std::vector<Tensor>{scatter_back(c)}; };
@@ -145,12 +133,10 @@ const OpDef& topk_op = register_op([] {
   def.contiguous_inputs = true;  // the kernel reads dense rows
   def.torch_name = "torch.topk";
   def.signature = "topk(x, k, dim, largest, sorted)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     return infer_values_indices(in[0], attrs.i("dim"), attrs.i("k"));
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return along_dim_splits(in, attrs, 2);
-  };
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) { return along_dim_splits(in, attrs, 2); };
   def.saves_inputs = false;
   def.saves_outputs = true;
   def.grad = [](const GradContext& c) { return std::vector<Tensor>{scatter_back(c)}; };

@@ -15,12 +15,12 @@ namespace {
 const OpDef& searchsorted_op = register_op([] {
   OpDef def;
   def.name = "searchsorted";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     TensorMeta out = in[1];
     out.dtype = attrs.b("out_int32") ? DType::i32 : DType::i64;
-    return std::vector<TensorMeta>{out};
+    return MetaVector{out};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<SbpSignature> signatures;
     const int64_t ndim = static_cast<int64_t>(in[1].shape.size());
     // Values may be split anywhere against a whole 1-D sequence; with

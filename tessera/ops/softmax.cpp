@@ -12,8 +12,7 @@ namespace tessera {
 namespace {
 
 // Every axis but the softmax dim can be split: rows are independent.
-std::vector<SbpSignature> softmax_signatures(const std::vector<TensorMeta>& in,
-                                             const Attrs& attrs) {
+std::vector<SbpSignature> softmax_signatures(const MetaVector& in, const Attrs& attrs) {
   std::vector<SbpSignature> signatures;
   const int64_t dim = attrs.i("dim");
   for (int64_t d = 0; d < static_cast<int64_t>(in[0].shape.size()); ++d) {
@@ -33,10 +32,10 @@ OpDef softmax_def(const char* name, GradFn grad) {
   def.name = name;
   def.kind = OpKind::normalization;
   document(def, kSoftmaxDocs);
-  def.infer = [name](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [name](const MetaVector& in, const Attrs&) {
     TESSERA_CHECK(is_floating(in[0].dtype), "[", name, "] needs a floating tensor, got ",
                   dtype_name(in[0].dtype));
-    return std::vector<TensorMeta>{in[0]};
+    return MetaVector{in[0]};
   };
   def.sbp = softmax_signatures;
   def.grad = std::move(grad);

@@ -12,10 +12,8 @@ namespace {
 OpDef triangle_def(const char* name, bool lower) {
   OpDef def;
   def.name = name;
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
-    return std::vector<TensorMeta>{in[0]};
-  };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs&) {
+  def.infer = [](const MetaVector& in, const Attrs&) { return MetaVector{in[0]}; };
+  def.sbp = [](const MetaVector& in, const Attrs&) {
     std::vector<SbpSignature> signatures;
     // Any axis may be split: localize shifts the diagonal by where a shard
     // of the matrix axes starts.
@@ -28,8 +26,8 @@ OpDef triangle_def(const char* name, bool lower) {
     }
     return signatures;
   };
-  def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>&, const ShardOffsets& offsets) {
+  def.localize = [](const Attrs& attrs, const MetaVector& local, const MetaVector&,
+                    const ShardOffsets& offsets) {
     const size_t ndim = local[0].shape.size();
     const auto& start = offsets[0];
     Attrs result = attrs;

@@ -50,7 +50,7 @@ void check_floating(const TensorMeta& meta, const char* op) {
                 dtype_name(meta.dtype));
 }
 
-std::vector<SbpSignature> linear_batch_sbp(const std::vector<TensorMeta>&, const Attrs&) {
+std::vector<SbpSignature> linear_batch_sbp(const MetaVector&, const Attrs&) {
   auto signatures = same_split_signatures(1, 1, {0});
   signatures.push_back(uniform_signature(1, 1, Sbp::partial_sum()));
   return signatures;
@@ -65,7 +65,7 @@ const OpDef& unfold_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.unfold";
   def.signature = "unfold(x, kernel_size, dilation, padding, stride)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const char* op = "unfold";
     const Shape& x = in[0].shape;
     check_floating(in[0], op);
@@ -78,7 +78,7 @@ const OpDef& unfold_op = register_op([] {
     const Ints& k = attrs.ints("kernel_size");
     Shape out = {x[0], checked_mul(x[1], checked_mul(k[0], k[1], op), op),
                  checked_mul(b[0], b[1], op)};
-    return std::vector<TensorMeta>{{out, in[0].dtype, in[0].device}};
+    return MetaVector{{out, in[0].dtype, in[0].device}};
   };
   def.sbp = linear_batch_sbp;
   def.saves_inputs = false;
@@ -98,7 +98,7 @@ const OpDef& fold_op = register_op([] {
   def.kind = OpKind::indexing;
   def.torch_name = "torch.nn.functional.fold";
   def.signature = "fold(x, output_size, kernel_size, dilation, padding, stride)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     const char* op = "fold";
     const Shape& x = in[0].shape;
     check_floating(in[0], op);
@@ -112,8 +112,7 @@ const OpDef& fold_op = register_op([] {
     TESSERA_CHECK(x[2] == b[0] * b[1], "[", op, "] input ", shape_str(x), " has ", x[2],
                   " blocks, but output_size ", shape_str(size), " gives ", shape_str(b), " = ",
                   b[0] * b[1]);
-    return std::vector<TensorMeta>{
-        {{x[0], x[1] / taps, size[0], size[1]}, in[0].dtype, in[0].device}};
+    return MetaVector{{{x[0], x[1] / taps, size[0], size[1]}, in[0].dtype, in[0].device}};
   };
   def.sbp = linear_batch_sbp;
   def.saves_inputs = false;

@@ -111,14 +111,14 @@ const OpDef& reshape_op = register_op([] {
   def.name = "reshape";
   def.torch_name = "torch.reshape, torch.Tensor.view";
   def.signature = "x.reshape(shape), x.view(shape)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{attrs.ints("shape"), in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{attrs.ints("shape"), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     return reshape_signatures(in[0].shape, attrs.ints("shape"));
   };
-  def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>& logical, const ShardOffsets&) {
+  def.localize = [](const Attrs& attrs, const MetaVector& local, const MetaVector& logical,
+                    const ShardOffsets&) {
     const Shape& logical_out = attrs.ints("shape");
     Shape out = logical_out;
     const Shape& local_in = local[0].shape;
@@ -163,12 +163,12 @@ const OpDef& permute_op = register_op([] {
   def.name = "permute";
   def.torch_name = "torch.permute, torch.transpose";
   def.signature = "x.permute(dims), x.transpose(d0, d1)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     Shape shape;
     for (int64_t d : attrs.ints("dims")) shape.push_back(in[0].shape[d]);
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>&, const Attrs& attrs) {
+  def.sbp = [](const MetaVector&, const Attrs& attrs) {
     const auto& dims = attrs.ints("dims");
     std::vector<SbpSignature> signatures;
     for (size_t j = 0; j < dims.size(); ++j) {
@@ -208,12 +208,12 @@ const OpDef& slice_op = register_op([] {
   def.name = "slice";
   def.torch_name = "torch.narrow, basic slicing x[a:b:s]";
   def.signature = "x.slice(dim, start, end, step), x.narrow(dim, start, length)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
     Shape shape = in[0].shape;
     shape[attrs.i("dim")] = slice_length(attrs.i("start"), attrs.i("end"), attrs.i("step"));
-    return std::vector<TensorMeta>{{shape, in[0].dtype, in[0].device}};
+    return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < static_cast<int64_t>(in[0].shape.size()); ++d) {
       if (d != attrs.i("dim")) signatures.push_back({{Sbp::split(d)}, {Sbp::split(d)}});
@@ -250,10 +250,10 @@ const OpDef& slice_backward_op = register_op([] {
   def.name = "slice_backward";
   def.torch_name = "internal";
   def.signature = "slice_backward(grad, input_shape, dim, start, end, step)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{attrs.ints("input_shape"), in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{attrs.ints("input_shape"), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < static_cast<int64_t>(in[0].shape.size()); ++d) {
       if (d != attrs.i("dim")) signatures.push_back({{Sbp::split(d)}, {Sbp::split(d)}});
@@ -261,8 +261,8 @@ const OpDef& slice_backward_op = register_op([] {
     signatures.push_back({{Sbp::partial_sum()}, {Sbp::partial_sum()}});
     return signatures;
   };
-  def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>&, const ShardOffsets&) {
+  def.localize = [](const Attrs& attrs, const MetaVector& local, const MetaVector&,
+                    const ShardOffsets&) {
     Shape shape = attrs.ints("input_shape");
     for (size_t d = 0; d < shape.size(); ++d) {
       if (static_cast<int64_t>(d) != attrs.i("dim")) shape[d] = local[0].shape[d];
@@ -285,22 +285,23 @@ const OpDef& expand_op = register_op([] {
   def.name = "expand";
   def.torch_name = "torch.Tensor.expand";
   def.signature = "x.expand(shape)";
-  def.infer = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
-    return std::vector<TensorMeta>{{attrs.ints("shape"), in[0].dtype, in[0].device}};
+  def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    return MetaVector{{attrs.ints("shape"), in[0].dtype, in[0].device}};
   };
-  def.sbp = [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  def.sbp = [](const MetaVector& in, const Attrs& attrs) {
     const Shape& out = attrs.ints("shape");
     const Shape& shape = in[0].shape;
     int64_t lead = static_cast<int64_t>(out.size() - shape.size());
     std::vector<SbpSignature> signatures;
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-      if (shape[d] == out[d + lead]) signatures.push_back({{Sbp::split(d)}, {Sbp::split(d + lead)}});
+      if (shape[d] == out[d + lead])
+        signatures.push_back({{Sbp::split(d)}, {Sbp::split(d + lead)}});
     }
     add_partials(signatures);
     return signatures;
   };
-  def.localize = [](const Attrs& attrs, const std::vector<TensorMeta>& local,
-                    const std::vector<TensorMeta>& logical, const ShardOffsets&) {
+  def.localize = [](const Attrs& attrs, const MetaVector& local, const MetaVector& logical,
+                    const ShardOffsets&) {
     Shape out = attrs.ints("shape");
     int64_t lead = static_cast<int64_t>(out.size() - local[0].shape.size());
     for (size_t d = 0; d < local[0].shape.size(); ++d) {

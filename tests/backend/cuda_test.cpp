@@ -69,15 +69,24 @@ TEST(CudaTest, MissingDeviceIsAClearError) {
             0u);
 }
 
-TEST(CudaTest, CpuToCpuIsTheSameTensorAndGradientsAreRefused) {
+TEST(CudaTest, CpuToCpuIsTheSameTensor) {
   Tensor x = Tensor::from_vector<double>({1, 2, 3}, {3});
   EXPECT_TRUE(x.cpu().is_same(x));
   EXPECT_TRUE(x.to(Device{}).is_same(x));
-  x.set_requires_grad();
-  // Checked before the device, so every build raises the same message.
-  EXPECT_HAS(error_of([&] { x.cuda(); }),
-             "[to] copying between devices is not recorded by "
-             "autograd yet");
+}
+
+// The copy is on the tape: a gradient comes back through both transfers to
+// the device each tensor lives on, as PyTorch's .to() does.
+TEST(CudaTest, GradientsFlowBackThroughCopiesBetweenDevices) {
+  TESSERA_REQUIRE_CUDA();
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}).set_requires_grad();
+  Tensor w = Tensor::from_vector<float>({4, 5, 6}, {3});
+  Tensor on_gpu = x.cuda();
+  EXPECT_TRUE(on_gpu.requires_grad());
+  mul(on_gpu.cpu(), w).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), Device{});
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{4, 5, 6}));
 }
 
 TEST(CudaTest, RoundTripKeepsValuesForEveryDtypeAndShape) {

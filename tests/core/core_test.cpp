@@ -252,6 +252,84 @@ TEST(DimVector, ReadsLikeAVectorInlineAndOnTheHeap) {
   EXPECT_THROW((void)self.at(6), std::out_of_range);
 }
 
+// An element that counts the live instances, so a test sees every
+// construction matched by one destruction, inline and on the heap.
+struct Counted {
+  static inline int live = 0;
+  std::string value;
+  explicit Counted(std::string v = "") : value(std::move(v)) { ++live; }
+  Counted(const Counted& other) : value(other.value) { ++live; }
+  Counted(Counted&& other) noexcept : value(std::move(other.value)) { ++live; }
+  Counted& operator=(const Counted&) = default;
+  Counted& operator=(Counted&&) noexcept = default;
+  ~Counted() { --live; }
+  bool operator==(const Counted& other) const { return value == other.value; }
+};
+
+std::vector<std::string> values_of(const SmallVector<Counted, 2>& v) {
+  std::vector<std::string> out;
+  for (const Counted& c : v) out.push_back(c.value);
+  return out;
+}
+
+TEST(SmallVector, KeepsFewElementsInlineAndDestroysEveryOne) {
+  using V = SmallVector<Counted, 2>;
+  {
+    V v{Counted("a"), Counted("b")};
+    const auto* object = reinterpret_cast<const char*>(&v);
+    const auto* first = reinterpret_cast<const char*>(v.data());
+    EXPECT_TRUE(first >= object && first < object + sizeof(V));  // inside the object
+    EXPECT_EQ(v.capacity(), 2u);
+    EXPECT_EQ(Counted::live, 2);
+    // Growing past N moves to the heap and keeps every element; an element
+    // of the vector itself can be appended while it grows.
+    v.push_back(v[0]);
+    v.emplace_back("d");
+    EXPECT_EQ(values_of(v), (std::vector<std::string>{"a", "b", "a", "d"}));
+    EXPECT_EQ(Counted::live, 4);
+    first = reinterpret_cast<const char*>(v.data());
+    EXPECT_FALSE(first >= object && first < object + sizeof(V));
+    // Copies and moves, from the heap and from inline.
+    V copy = v;
+    V moved = std::move(copy);
+    EXPECT_TRUE(copy.empty());  // NOLINT(bugprone-use-after-move): a moved-from vector is empty
+    EXPECT_EQ(moved, v);
+    V small{Counted("x")};
+    V from_inline = std::move(small);
+    EXPECT_EQ(values_of(from_inline), (std::vector<std::string>{"x"}));
+    moved = from_inline;
+    EXPECT_EQ(values_of(moved), (std::vector<std::string>{"x"}));
+    // insert (of its own elements too), erase, resize.
+    v.insert(v.begin() + 1, v.begin(), v.begin() + 2);
+    EXPECT_EQ(values_of(v), (std::vector<std::string>{"a", "a", "b", "b", "a", "d"}));
+    v.insert(v.begin(), Counted("z"));
+    v.erase(v.begin() + 1, v.begin() + 4);
+    EXPECT_EQ(values_of(v), (std::vector<std::string>{"z", "b", "a", "d"}));
+    v.resize(2);
+    v.resize(3, Counted("q"));
+    EXPECT_EQ(values_of(v), (std::vector<std::string>{"z", "b", "q"}));
+    v.pop_back();
+    EXPECT_THROW((void)v.at(2), std::out_of_range);
+    // It converts to and from std::vector.
+    std::vector<Counted> as_vector = v;
+    EXPECT_EQ(as_vector.size(), 2u);
+    EXPECT_EQ(values_of(V(as_vector)), values_of(v));
+    EXPECT_EQ(Counted::live,
+              static_cast<int>(v.size() + moved.size() + from_inline.size() + as_vector.size()));
+  }
+  EXPECT_EQ(Counted::live, 0);
+}
+
+TEST(SmallVector, AnOpCallKeepsItsListsInline) {
+  // The lists an op call passes (inputs, metas, outputs) hold a few
+  // elements inside the object.
+  TensorVector tensors{ones({2}), ones({3})};
+  MetaVector metas{tensors[0].meta(), tensors[1].meta()};
+  EXPECT_EQ(tensors.capacity(), TensorVector::kInline);
+  EXPECT_EQ(metas.capacity(), MetaVector::kInline);
+  EXPECT_EQ(metas[1].shape, (Shape{3}));
+}
+
 TEST(WorkQueue, RunsTasksInOrderOnItsThreadAndHandsBackErrors) {
   WorkQueue queue;
   std::vector<int> order;

@@ -23,7 +23,7 @@ std::vector<const OpDef*> sorted_ops() {
   return ops;
 }
 
-std::string shapes_of(const std::vector<TensorMeta>& metas) {
+std::string shapes_of(const MetaVector& metas) {
   std::string text;
   for (size_t i = 0; i < metas.size(); ++i) {
     text += (i ? ", " : "") + std::string(dtype_name(metas[i].dtype)) + shape_str(metas[i].shape);
@@ -35,7 +35,7 @@ std::string shapes_of(const std::vector<TensorMeta>& metas) {
 std::string sbp_column(const OpDef& op) {
   for (const SbpCase& c : sbp_cases()) {
     if (c.op != op.name) continue;
-    std::vector<TensorMeta> metas;
+    MetaVector metas;
     for (const Tensor& input : c.inputs()) metas.push_back(input.meta());
     std::string text = "on " + shapes_of(metas) + ":";
     for (const SbpSignature& signature : sbp_signatures(op, metas, c.attrs)) {

@@ -205,7 +205,7 @@ void run_ops(int n) {
     std::vector<Tensor> inputs = sbp_case.inputs();
     if (inputs.empty()) continue;  // factories: see check_factories
     if (op.kind == OpKind::collective) continue;  // local tensors only: collective_grads
-    std::vector<TensorMeta> metas;
+    MetaVector metas;
     for (const Tensor& input : inputs) metas.push_back(input.meta());
     NoGradGuard no_grad;
     // An in-place op writes its inputs: the reference writes copies.

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -233,12 +235,37 @@ pid_t read_pid(const std::filesystem::path& path) {
 
 // Reaps every child (the launcher, and ranks it left to this process, which
 // is their subreaper) until none is left or `limit` passes.
-bool reap_all(std::chrono::milliseconds limit) {
+// This process's children, as "pid command (state)" strings: the test's own
+// processes are reaped, while ones other tests started (a PyTorch reference
+// server) stay.
+std::set<std::string> children() {
+  std::set<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, command, state, ppid;
+    if (!(stat >> pid >> command >> state >> ppid) || ppid != std::to_string(::getpid())) continue;
+    found.insert(pid + " " + command);
+  }
+  return found;
+}
+
+std::string joined(const std::set<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += " " + item;
+  return text.empty() ? " none" : text;
+}
+
+// Reaps every child (and orphaned grandchild) that is not in `keep`; true
+// when only those are left within `limit`.
+bool reap_all(std::chrono::milliseconds limit, const std::set<std::string>& keep) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
     if (pid < 0 && errno == ECHILD) return true;
-    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (pid > 0) continue;
+    const std::set<std::string> now = children();
+    if (std::includes(keep.begin(), keep.end(), now.begin(), now.end())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
 }
@@ -249,6 +276,7 @@ bool reap_all(std::chrono::milliseconds limit) {
 // step, never an older one than the last load saw.
 TEST(ShardedCheckpointFaultTest, KilledWhileSavingTheFolderHoldsOneStep) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const std::set<std::string> before = children();
   TempDir dir, pids;
   const std::string folder = (dir.path() / "ckpt").string();
   const std::vector<std::string> job = {
@@ -325,7 +353,8 @@ TEST(ShardedCheckpointFaultTest, KilledWhileSavingTheFolderHoldsOneStep) {
       const pid_t rank = read_pid(rank_file(r));
       if (rank > 0) ::kill(rank, SIGKILL);
     }
-    ASSERT_TRUE(reap_all(std::chrono::seconds(10))) << "trial " << trial << ": processes remain";
+    ASSERT_TRUE(reap_all(std::chrono::seconds(10), before))
+        << "trial " << trial << ": processes remain:" << joined(children());
 
     const double step = load_step(trial);
     ASSERT_GE(step, last_step) << "trial " << trial << ": an older checkpoint came back";

@@ -144,8 +144,7 @@ TEST(MetaTensors, GlobalMetaNeedsNoProcessGroup) {
 class Recorder final : public Handler {
  public:
   const char* name() const override { return "recorder"; }
-  std::vector<Tensor> run(const OpDef& op, const std::vector<Tensor>& inputs,
-                          const Attrs& attrs) override {
+  TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
     calls.push_back(op.name);
     return redispatch(op, inputs, attrs);
   }
@@ -274,6 +273,17 @@ TEST(Dispatcher, DeviceTransfersAreOps) {
   EXPECT_TRUE(meta.is_meta());
   EXPECT_EQ(meta.shape(), x.shape());
   EXPECT_EQ(meta.dtype(), x.dtype());
+  // A transfer is on the tape, and its gradient (a transfer back to the
+  // input's device) runs in backward.
+  Tensor leaf = x.to_meta();
+  leaf.set_requires_grad();
+  Tensor moved = call1(find_op("to_device"), {leaf},
+                       {{"device_type", static_cast<int64_t>(cuda0.type)}, {"device_index", 0}});
+  ASSERT_TRUE(moved.requires_grad());
+  moved.sum().backward();
+  ASSERT_TRUE(leaf.grad().defined());
+  EXPECT_TRUE(leaf.grad().is_meta());
+  EXPECT_EQ(leaf.grad().shape(), x.shape());
 }
 
 // A factory given a layout is a call of the same op, which the eager-global
