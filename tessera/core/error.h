@@ -32,10 +32,23 @@ std::string str_cat(const Args&... args) {
 
 }  // namespace tessera
 
-// TESSERA_CHECK(cond, "[op] pieces", ...) throws tessera::Error when cond is false.
-#define TESSERA_CHECK(cond, ...)                                 \
-  do {                                                           \
-    if (!(cond)) throw ::tessera::Error(::tessera::str_cat(__VA_ARGS__)); \
+namespace tessera::detail {
+// The failure path of TESSERA_CHECK, out of line and marked cold, so a
+// check costs the function it guards one compare and a call it never
+// makes: small accessors stay small enough to inline. The pieces come by
+// value so every string literal shares one instantiation.
+template <typename... Args>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_error(Args... args) {
+  throw Error(str_cat(args...));
+}
+}  // namespace tessera::detail
+
+// TESSERA_CHECK(cond, "[op] pieces", ...) throws tessera::Error when cond is
+// false; the pieces are evaluated only then.
+#define TESSERA_CHECK(cond, ...)                   \
+  do {                                             \
+    if (!(cond)) [[unlikely]]                      \
+      ::tessera::detail::throw_error(__VA_ARGS__); \
   } while (0)
 
 #define TESSERA_FAIL(...) throw ::tessera::Error(::tessera::str_cat(__VA_ARGS__))

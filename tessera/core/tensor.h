@@ -49,6 +49,10 @@ struct GlobalState {
 };
 
 struct TensorImpl {
+  // User-provided, so make_shared<TensorImpl>() runs the member initialisers
+  // only, without first zeroing the object (the dims kept inline).
+  TensorImpl() {}  // NOLINT(modernize-use-equals-default)
+
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements
   Shape shape;
