@@ -40,20 +40,27 @@ class SmallVector {
   static constexpr size_t kInline = N;
 
   SmallVector() noexcept = default;
-  explicit SmallVector(size_t count) { resize(count); }
-  SmallVector(size_t count, const T& value) { resize(count, value); }
-  SmallVector(std::initializer_list<T> values) { append(values.begin(), values.end()); }
+  // Every constructor delegates to the default one first, so an element
+  // constructor that throws part-way leaves an object the destructor cleans
+  // up: no element or heap block leaks.
+  explicit SmallVector(size_t count) : SmallVector() { resize(count); }
+  SmallVector(size_t count, const T& value) : SmallVector() { resize(count, value); }
+  SmallVector(std::initializer_list<T> values) : SmallVector() {
+    append(values.begin(), values.end());
+  }
   template <std::input_iterator It>
-  SmallVector(It first, It last) {
+  SmallVector(It first, It last) : SmallVector() {
     append(first, last);
   }
   // NOLINTNEXTLINE(google-explicit-constructor): reads as the std::vector it was
-  SmallVector(const std::vector<T>& values) { append(values.begin(), values.end()); }
+  SmallVector(const std::vector<T>& values) : SmallVector() {
+    append(values.begin(), values.end());
+  }
   // NOLINTNEXTLINE(google-explicit-constructor)
-  SmallVector(std::vector<T>&& values) {
+  SmallVector(std::vector<T>&& values) : SmallVector() {
     append(std::make_move_iterator(values.begin()), std::make_move_iterator(values.end()));
   }
-  SmallVector(const SmallVector& other) { append(other.begin(), other.end()); }
+  SmallVector(const SmallVector& other) : SmallVector() { append(other.begin(), other.end()); }
   SmallVector(SmallVector&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
     take(other);
   }
@@ -122,8 +129,18 @@ class SmallVector {
     if (count <= capacity_) return;
     T* grown = std::allocator<T>().allocate(count);
     T* old = data();
-    // Moved only when that cannot throw, so a failure leaves this intact.
-    std::uninitialized_move_n(old, size_, grown);
+    // Moved only when that cannot throw (else copied), so a failure leaves
+    // this vector intact.
+    if constexpr (std::is_nothrow_move_constructible_v<T>) {
+      std::uninitialized_move_n(old, size_, grown);
+    } else {
+      try {
+        std::uninitialized_copy_n(old, size_, grown);
+      } catch (...) {
+        std::allocator<T>().deallocate(grown, count);
+        throw;
+      }
+    }
     std::destroy_n(old, size_);
     free_heap();
     heap_ = grown;
@@ -221,7 +238,12 @@ class SmallVector {
   void append(It first, It last) {
     if constexpr (std::forward_iterator<It>) {
       reserve(size_ + static_cast<size_t>(std::distance(first, last)));
-      for (; first != last; ++first) ::new (static_cast<void*>(data() + size_++)) T(*first);
+      // size_ counts an element once it is built, so a throwing constructor
+      // leaves only built elements for the destructor.
+      for (; first != last; ++first) {
+        ::new (static_cast<void*>(data() + size_)) T(*first);
+        ++size_;
+      }
     } else {
       for (; first != last; ++first) emplace_back(*first);
     }

@@ -320,6 +320,31 @@ TEST(SmallVector, KeepsFewElementsInlineAndDestroysEveryOne) {
   EXPECT_EQ(Counted::live, 0);
 }
 
+// An element whose copy throws on the third copy.
+struct ThrowsOnThirdCopy {
+  static inline int live = 0;
+  static inline int copies = 0;
+  ThrowsOnThirdCopy() { ++live; }
+  ThrowsOnThirdCopy(const ThrowsOnThirdCopy&) {
+    if (++copies == 3) throw std::runtime_error("third copy");
+    ++live;
+  }
+  ThrowsOnThirdCopy& operator=(const ThrowsOnThirdCopy&) = default;
+  ~ThrowsOnThirdCopy() { --live; }
+};
+
+TEST(SmallVector, AThrowingElementCopyLeaksNothing) {
+  {
+    const std::vector<ThrowsOnThirdCopy> source(4);
+    ThrowsOnThirdCopy::copies = 0;
+    // The two elements built before the throw are destroyed, on the heap
+    // block (four do not fit inline), which is freed.
+    EXPECT_THROW((SmallVector<ThrowsOnThirdCopy, 2>(source)), std::runtime_error);
+    EXPECT_EQ(ThrowsOnThirdCopy::live, 4);
+  }
+  EXPECT_EQ(ThrowsOnThirdCopy::live, 0);
+}
+
 TEST(SmallVector, AnOpCallKeepsItsListsInline) {
   // The lists an op call passes (inputs, metas, outputs) hold a few
   // elements inside the object.
