@@ -61,6 +61,9 @@ class HandlerScope {
   HandlerScope& operator=(const HandlerScope&) = delete;
 };
 
+// Whether a mode handler is on this thread's stack.
+bool mode_active();
+
 // The handler a call with these inputs would reach below the modes (an op
 // with OpDef::global_only, or a factory given a layout, reaches the
 // eager-global one whatever its inputs).

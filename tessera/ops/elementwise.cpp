@@ -1020,8 +1020,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
     Tensor source = src;
     if (is_meta() && !src.is_meta()) {
       source = src.to_meta();  // nothing to write; the shapes must still agree
-    } else if (!is_global() && src.device() != device()) {
-      // The op runs on one device: the source comes over first.
+    } else if (!is_global() && src.device() != device() && !(src.is_meta() && mode_active())) {
+      // The op runs on one device: the source comes over first. (Under a
+      // mode handler, a meta source is a tracer's stand-in for a value: the
+      // copy is recorded, not run.)
       source = src.to(device());
     }
     call(copy_into_op(), {*this, source});
