@@ -1,0 +1,61 @@
+// Each graph pass, with the IR before and after.
+
+#include "tessera/graph/passes/passes.h"
+#include "tessera/graph/trace.h"
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+using graph::Graph;
+
+std::vector<std::string> op_names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const graph::Node& node : graph.nodes()) names.push_back(node.op->name);
+  return names;
+}
+
+TEST(GraphPasses, DeadCodeEliminationDropsUnusedWorkAndKeepsSideEffects) {
+  Tensor running = zeros({3});
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor unused = exp(in[0]);        // read by nothing
+    Tensor also_unused = sum(unused);  // nor this
+    Tensor noise = rand({3});          // unused, but it advances the generator
+    running.add_(in[0]);               // a write: unused result, kept
+    return {relu(in[0])};
+  };
+  const Graph before = graph::trace(fn, {ones({3})});
+  EXPECT_EQ(op_names(before),
+            (std::vector<std::string>{"exp", "sum", "rand", "add", "copy_", "relu"}));
+  const Graph after = graph::eliminate_dead_code(before);
+  EXPECT_EQ(op_names(after), (std::vector<std::string>{"rand", "add", "copy_", "relu"}))
+      << after.str();
+  Tensor x = Tensor::from_vector<float>({-1, 2, -3}, {3});
+  EXPECT_EQ(graph::run(after, {x})[0].to_vector<float>(), (std::vector<float>{0, 2, 0}));
+  EXPECT_EQ(running.to_vector<float>(), (std::vector<float>{-1, 2, -3}));
+}
+
+TEST(GraphPasses, CommonSubexpressionsMergeButRandomDrawsDoNot) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    Tensor a = in[0] * 2.0;
+    Tensor b = in[0] * 2.0;  // the same op, attributes and inputs as a
+    Tensor c = in[0] * 3.0;  // a different constant
+    return {a + b + c + rand({3}) + rand({3})};
+  };
+  const Graph before = graph::trace(fn, {ones({3})});
+  const Graph after = graph::eliminate_common_subexpressions(before);
+  // The two full(2)s merge, then the two muls that read them; full(3) and
+  // its mul stay, and so does each random draw.
+  EXPECT_EQ(before.nodes().size(), after.nodes().size() + 2) << before.str() << after.str();
+  const std::vector<std::string> names = op_names(after);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "rand"), 2);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "mul"), 2);
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
+  manual_seed(9);
+  const Tensor merged = graph::run(after, {x})[0];
+  manual_seed(9);
+  EXPECT_TRUE(all_close(merged, graph::run(before, {x})[0]));
+}
+
+}  // namespace
+}  // namespace tessera::testing
