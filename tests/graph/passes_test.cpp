@@ -1,5 +1,7 @@
 // Each graph pass, with the IR before and after.
 
+#include <random>
+
 #include "tessera/graph/passes/passes.h"
 #include "tessera/graph/trace.h"
 #include "testing.h"
@@ -55,6 +57,68 @@ TEST(GraphPasses, CommonSubexpressionsMergeButRandomDrawsDoNot) {
   const Tensor merged = graph::run(after, {x})[0];
   manual_seed(9);
   EXPECT_TRUE(all_close(merged, graph::run(before, {x})[0]));
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// Random graphs of elementwise ops, broadcasts, reductions and views, some
+// values computed twice and some never used: every pass keeps the values.
+TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
+  std::mt19937 random(20261205);
+  for (int trial = 0; trial < 40; ++trial) {
+    const uint32_t seed = random();
+    auto fn = [seed](const TensorVector& in) -> TensorVector {
+      std::mt19937 pick(seed);
+      std::vector<Tensor> pool{in[0], in[1]};
+      auto any = [&] { return pool[pick() % pool.size()]; };
+      for (int step = 0; step < 12; ++step) {
+        const Tensor a = any(), b = any();
+        switch (pick() % 7) {
+          case 0:
+            pool.push_back(add(a, b));
+            break;
+          case 1:
+            pool.push_back(mul(a, b));
+            break;
+          case 2:
+            pool.push_back(relu(sub(a, b)));
+            break;
+          case 3:
+            pool.push_back(a * 0.5 + 1.0);
+            break;
+          case 4:
+            pool.push_back(add(a, sum(b, {1}, /*keepdim=*/true)));
+            break;  // broadcast
+          case 5:
+            pool.push_back(a.reshape({5, 4}).reshape({4, 5}));
+            break;  // views
+          default:
+            pool.push_back(mul(a, b));
+            pool.push_back(mul(a, b));
+            break;  // twice
+        }
+      }
+      return {pool.back(), pool[pool.size() / 2]};
+    };
+    const Graph traced = graph::trace(fn, {ones({4, 5}), ones({4, 5})});
+    const Graph optimised =
+        graph::eliminate_dead_code(graph::eliminate_common_subexpressions(traced));
+    EXPECT_LE(optimised.nodes().size(), traced.nodes().size());
+    Tensor x = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial)).to(DType::f32);
+    Tensor y = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial) + 100).to(DType::f32);
+    const TensorVector expected = fn({x, y});
+    const TensorVector plain = graph::run(traced, {x, y});
+    const TensorVector passed = graph::run(optimised, {x, y});
+    for (size_t o = 0; o < expected.size(); ++o) {
+      EXPECT_TRUE(all_close(plain[o], expected[o])) << "trial " << trial << "\n" << traced.str();
+      EXPECT_TRUE(all_close(passed[o], expected[o])) << "trial " << trial << "\n"
+                                                     << optimised.str();
+    }
+  }
 }
 
 }  // namespace
