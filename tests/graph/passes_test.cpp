@@ -105,8 +105,8 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
       return {pool.back(), pool[pool.size() / 2]};
     };
     const Graph traced = graph::trace(fn, {ones({4, 5}), ones({4, 5})});
-    const Graph optimised =
-        graph::eliminate_dead_code(graph::eliminate_common_subexpressions(traced));
+    const Graph optimised = graph::eliminate_dead_code(
+        graph::eliminate_common_subexpressions(graph::simplify_algebra(traced)));
     EXPECT_LE(optimised.nodes().size(), traced.nodes().size());
     Tensor x = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial)).to(DType::f32);
     Tensor y = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial) + 100).to(DType::f32);
@@ -119,6 +119,62 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
                                                      << optimised.str();
     }
   }
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+TEST(GraphPasses, AlgebraicSimplificationRemovesIdentitiesAndCollapsesViewChains) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    Tensor same = (in[0] * 1.0 + 0.0) - 0.0;                              // x
+    Tensor chained = in[0].reshape({6}).reshape({2, 3}).reshape({3, 2});  // one reshape
+    Tensor back = in[0].t().t();                                          // x
+    Tensor widened = in[1] * 1.0;  // a cast to f32, then an f32 identity
+    return {relu(same), chained, relu(back), widened * 2.0};
+  };
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor n = Tensor::from_vector<int64_t>({1, 2}, {2});
+  const Graph before = graph::trace(fn, {x, n});
+  const Graph after = graph::eliminate_dead_code(graph::simplify_algebra(before));
+  const std::vector<std::string> names = op_names(after);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "reshape"), 1) << after.str();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "permute"), 0) << after.str();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "add"), 0) << after.str();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "sub"), 0) << after.str();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "mul"), 1) << after.str();   // the * 2
+  EXPECT_EQ(std::count(names.begin(), names.end(), "cast"), 1) << after.str();  // the widening
+  // Both relus read the input itself.
+  for (const graph::Node& node : after.nodes()) {
+    if (node.op->name == "relu") {
+      EXPECT_EQ(node.inputs[0], after.inputs()[0]) << after.str();
+    }
+  }
+  const TensorVector expected = fn({x, n});
+  const TensorVector got = graph::run(after, {x, n});
+  for (size_t o = 0; o < expected.size(); ++o) {
+    EXPECT_EQ(got[o].shape(), expected[o].shape());
+    EXPECT_EQ(got[o].dtype(), expected[o].dtype());
+    EXPECT_TRUE(all_close(got[o], expected[o])) << "output " << o;
+  }
+}
+
+// Forwarding x * 1 to x would make a result share the tensor a later
+// in-place write changes, or a graph output alias an input: neither happens.
+TEST(GraphPasses, AlgebraicSimplificationNeverMakesEagerCopiesShared) {
+  Tensor p = Tensor::from_vector<float>({1, 2}, {2});
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor before = p * 1.0;
+    p.add_(in[0]);
+    return {before + 0.0, in[0] * 1.0};
+  };
+  const Graph simplified = graph::simplify_algebra(graph::trace(fn, {zeros({2})}));
+  const TensorVector out = graph::run(simplified, {ones({2})});
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2}));  // p before the write
+  EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{2, 3}));
+  EXPECT_NE(simplified.outputs()[1], simplified.inputs()[0]);
 }
 
 }  // namespace

@@ -24,10 +24,22 @@ Graph eliminate_dead_code(const Graph& graph);
 // (passes/common_subexpressions.cpp).
 Graph eliminate_common_subexpressions(const Graph& graph);
 
+// Rewrites what algebra says is the same: x * 1, x + 0 and x - 0 (a 0-d
+// full() operand that changes neither shape nor dtype) become x; a reshape
+// of a reshape reads the first one's input; a permute that undoes the
+// permute it reads becomes that permute's input
+// (passes/algebraic_simplification.cpp). A result is forwarded to its
+// operand only when the graph writes nothing in place and the result is not
+// a graph output, so no tensor eager code kept apart becomes shared. Run
+// dead-code elimination after it to drop what no longer has readers.
+Graph simplify_algebra(const Graph& graph);
+
 // The graph with only the nodes `keep` marks, and every read of value v
-// replaced by `replacement[v]` (its own id when not replaced). Values are
+// replaced by `replacement[v]` (its own id when not replaced). A non-empty
+// `node_inputs[n]` gives node n new inputs (before replacement). Values are
 // renumbered in order; the passes build on it.
 Graph rebuild(const Graph& graph, const std::vector<bool>& keep,
-              const std::vector<int>& replacement);
+              const std::vector<int>& replacement,
+              const std::vector<std::vector<int>>& node_inputs = {});
 
 }  // namespace tessera::graph

@@ -8,11 +8,15 @@ bool has_side_effects(const Node& node) {
 }
 
 Graph rebuild(const Graph& graph, const std::vector<bool>& keep,
-              const std::vector<int>& replacement) {
+              const std::vector<int>& replacement,
+              const std::vector<std::vector<int>>& node_inputs) {
   TESSERA_CHECK(keep.size() == graph.nodes().size() && replacement.size() == graph.values().size(),
                 "[graph::rebuild] got ", keep.size(), " node flags and ", replacement.size(),
                 " replacements for a graph of ", graph.nodes().size(), " nodes and ",
                 graph.values().size(), " values");
+  TESSERA_CHECK(node_inputs.empty() || node_inputs.size() == graph.nodes().size(),
+                "[graph::rebuild] got new inputs for ", node_inputs.size(), " nodes of ",
+                graph.nodes().size());
   Graph out;
   std::vector<int> id(graph.values().size(), -1);  // old value id -> new
   auto resolve = [&](int value) {
@@ -34,8 +38,9 @@ Graph rebuild(const Graph& graph, const std::vector<bool>& keep,
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     if (!keep[n]) continue;
     const Node& node = graph.nodes()[n];
+    const bool rewired = !node_inputs.empty() && !node_inputs[n].empty();
     std::vector<int> inputs;
-    for (int input : node.inputs) inputs.push_back(resolve(input));
+    for (int input : rewired ? node_inputs[n] : node.inputs) inputs.push_back(resolve(input));
     MetaVector metas;
     for (int output : node.outputs) metas.push_back(graph.value(output).meta);
     const int added = out.add_node(*node.op, node.attrs, inputs, metas, node.random_count);
