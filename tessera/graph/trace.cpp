@@ -118,7 +118,7 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
       results = fn(placeholders);
     } catch (const Error& error) {
       const std::string what = error.what();
-      const bool read = what.find("meta tensor") != std::string::npos;
+      const bool read = what.find("has no data") != std::string::npos;
       TESSERA_FAIL("[graph::trace] the traced function failed",
                    tracer.last_op().empty() ? "" : " after op " + tracer.last_op(), ": ", what,
                    read ? " (a traced function cannot read tensor values: item(), to_vector() "
