@@ -58,6 +58,13 @@ Workload make(const std::string& name) {
     w.model = models::make_mlp();
     w.x = randn({256, 784});
     w.y = randint(0, 10, {256});
+  } else if (name == "small_mlp") {  // overhead-bound: 64-128-128-10, batch 32
+    w.model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(64, 128), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(128, 128), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(128, 10)});
+    w.x = randn({32, 64});
+    w.y = randint(0, 10, {32});
   } else if (name == "cnn") {
     w.model = models::make_cnn();
     w.x = randn({128, 1, 28, 28});
@@ -71,7 +78,7 @@ Workload make(const std::string& name) {
     w.x = randint(0, 256, {16, 128});
     w.y = randint(0, 256, {16, 128});
   } else {
-    std::fprintf(stderr, "unknown model '%s' (mlp, cnn, resnet or gpt)\n", name.c_str());
+    std::fprintf(stderr, "unknown model '%s' (mlp, small_mlp, cnn, resnet or gpt)\n", name.c_str());
     std::exit(2);
   }
   if (name == "gpt") {
@@ -80,6 +87,10 @@ Workload make(const std::string& name) {
     w.loss = [](const Tensor& logits, const Tensor& y) {
       return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
     };
+  } else if (name == "small_mlp") {
+    w.optimizer =
+        std::make_unique<optim::SGD>(w.model->parameters(), optim::SGDOptions{.lr = 0.01});
+    w.loss = [](const Tensor& logits, const Tensor& y) { return cross_entropy(logits, y); };
   } else {
     w.optimizer = std::make_unique<optim::SGD>(w.model->parameters(),
                                                optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
@@ -92,28 +103,47 @@ Workload make(const std::string& name) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s mlp|cnn|resnet|gpt [--steps N] [--rounds R] [--threads T]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s mlp|small_mlp|cnn|resnet|gpt [--steps N] [--rounds R] [--threads T] "
+                 "[--compile 0|1]\n",
+                 argv[0]);
     return 2;
   }
   const std::string name = argv[1];
   int steps = 10, rounds = 5;
+  bool compiled = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
     if (flag == "--steps") steps = value;
     else if (flag == "--rounds") rounds = value;
     else if (flag == "--threads" && value > 0) set_num_threads(value);
+    else if (flag == "--compile")
+      compiled = value != 0;
   }
   manual_seed(0);
   const int64_t rss_before = rss_bytes();
   Workload w = make(name);
-  auto step = [&] {
+  // The whole step, eager; with --compile 1, traced into one graph
+  // (graph::compile: the first call runs eagerly, the second traces).
+  auto eager_step = [&](const TensorVector& in) -> TensorVector {
     w.optimizer->zero_grad();
-    Tensor loss = w.loss(w.model->forward(w.x), w.y);
+    Tensor loss = w.loss(w.model->forward(in[0]), in[1]);
     loss.backward();
     w.optimizer->step();
+    return {loss};
+  };
+  auto compiled_step = graph::compile(eager_step);
+  auto step = [&] {
+    if (compiled) {
+      compiled_step({w.x, w.y});
+    } else {
+      eager_step({w.x, w.y});
+    }
   };
   for (int i = 0; i < 3; ++i) step();
+  CpuAllocator::instance().reset_peak();
+  const int64_t held_before = CpuAllocator::instance().stats().current_bytes;
   std::vector<double> times;
   for (int r = 0; r < rounds; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -123,10 +153,18 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   const int64_t peak = peak_rss_bytes();
+  // Bytes the steps held at their peak beyond what lived between steps
+  // (parameters, gradients, optimizer state): the activations and temporaries.
+  // A compiled step's arena lives between steps too (made when it compiled):
+  // its bytes count as the step's.
+  const int64_t arena = compiled ? compiled_step.last_memory_plan().arena_bytes : 0;
+  const int64_t step_peak = CpuAllocator::instance().stats().peak_bytes - held_before + arena;
   std::printf(
       "{\"framework\": \"tessera\", \"model\": \"%s\", \"batch\": %lld, \"step_seconds\": %.9f, "
-      "\"peak_rss\": %lld, \"peak_rss_growth\": %lld, \"threads\": %d}\n",
+      "\"peak_rss\": %lld, \"peak_rss_growth\": %lld, \"step_peak_bytes\": %lld, "
+      "\"threads\": %d, \"compiled\": %s}\n",
       name.c_str(), static_cast<long long>(w.x.size(0)), times[times.size() / 2],
-      static_cast<long long>(peak), static_cast<long long>(peak - rss_before), num_threads());
+      static_cast<long long>(peak), static_cast<long long>(peak - rss_before),
+      static_cast<long long>(step_peak), num_threads(), compiled ? "true" : "false");
   return 0;
 }

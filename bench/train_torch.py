@@ -7,7 +7,7 @@ figures (peak resident set size of the process, and its growth over the
 resident size before the model was built).
 
 Usage: python3 bench/train_torch.py MODEL [--steps N] [--rounds R] [--threads T]
-MODEL is mlp, cnn, resnet or gpt.
+MODEL is mlp, small_mlp, cnn, resnet or gpt.
 """
 import argparse
 import json
@@ -33,6 +33,16 @@ def mlp():
     x = torch.randn(256, 784)
     y = torch.randint(0, 10, (256,))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return model, x, y, optimizer, nn.CrossEntropyLoss()
+
+
+def small_mlp():
+    """Overhead-bound: 64-128-128-10, batch 32, plain SGD."""
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                          nn.Linear(128, 10))
+    x = torch.randn(32, 64)
+    y = torch.randint(0, 10, (32,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     return model, x, y, optimizer, nn.CrossEntropyLoss()
 
 
@@ -136,7 +146,7 @@ def gpt():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("model", choices=["mlp", "cnn", "resnet", "gpt"])
+    parser.add_argument("model", choices=["mlp", "small_mlp", "cnn", "resnet", "gpt"])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0)
@@ -145,7 +155,8 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rss_before = rss_bytes()
-    model, x, y, optimizer, loss_fn = {"mlp": mlp, "cnn": cnn, "resnet": resnet, "gpt": gpt}[args.model]()
+    model, x, y, optimizer, loss_fn = {"mlp": mlp, "small_mlp": small_mlp, "cnn": cnn, "resnet": resnet,
+                                        "gpt": gpt}[args.model]()
 
     def step():
         optimizer.zero_grad(set_to_none=True)

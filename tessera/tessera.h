@@ -36,6 +36,7 @@
 #include "tessera/global/parallel.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/global/sharded_checkpoint.h"
+#include "tessera/graph/compile.h"
 #include "tessera/io/atomic_file_writer.h"
 #include "tessera/io/checkpoint.h"
 #include "tessera/io/safetensors.h"

@@ -3,7 +3,7 @@
 //
 //   ./build/examples/char_gpt [--steps 2000] [--batch-size 32] [--context 64]
 //       [--d-model 128] [--heads 4] [--layers 4] [--lr 0.001] [--sample-every 500]
-//       [--text FILE] [--seed 0]   (--help lists all)
+//       [--text FILE] [--seed 0] [--compile]   (--help lists all)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -28,6 +28,7 @@ struct Options {
   int64_t sample_every = 500;
   std::string text;  // a text file instead of the fortunes
   uint64_t seed = 0;
+  bool compile = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -44,6 +45,8 @@ Options parse(int argc, char** argv) {
   flags.add("--sample-every", options.sample_every, "steps between generated samples");
   flags.add("--text", options.text, "train on this text file instead of the fortunes");
   flags.add("--seed", options.seed, "seed for initialisation, shuffling and sampling");
+  flags.add_switch("--compile", options.compile,
+                   "trace the training step into a graph (graph mode) and run that");
   flags.parse(argc, argv);
   if (options.steps < 1 || options.batch_size < 1 || options.context < 2 ||
       options.sample_every < 1)
@@ -95,19 +98,28 @@ int train(const Options& options) {
               static_cast<long long>(dataset->size()), static_cast<long long>(options.context),
               num_threads());
 
+  // One step; with --compile traced into a graph (docs/graph_mode.md). The
+  // scheduler stays outside: a compiled update reads the current lr.
+  auto train_step = [&](const TensorVector& batch) -> TensorVector {
+    optimizer.zero_grad();
+    Tensor logits = model->forward(batch[0]);
+    Tensor loss = loss_fn(logits.flatten(0, 1), batch[1].flatten());
+    loss.backward();
+    optim::clip_grad_norm_(model->parameters(), 1.0);
+    optimizer.step();
+    return {loss};
+  };
+  auto compiled_step = graph::compile(train_step);
+
   Generator sampler(options.seed + 1);
   utils::ProgressBar progress("training", options.steps);
   int64_t step = 0;
   for (int64_t epoch = 0; step < options.steps; ++epoch) {
     loader.set_epoch(epoch);
     for (const data::Example& batch : loader) {
-      optimizer.zero_grad();
-      Tensor logits = model->forward(batch.data);
-      Tensor loss = loss_fn(logits.flatten(0, 1), batch.target.flatten());
-      loss.backward();
-      optim::clip_grad_norm_(model->parameters(), 1.0);
-      optimizer.step();
-      schedule.step();
+      const TensorVector inputs{batch.data, batch.target};
+      Tensor loss = options.compile ? compiled_step(inputs)[0] : train_step(inputs)[0];
+      schedule.step();  // sets the lr the next step's update reads, compiled or not
       progress.update(batch.data.size(0), loss.item<float>());
       ++step;
       if (step % options.sample_every == 0 || step == options.steps) {
@@ -117,6 +129,7 @@ int train(const Options& options) {
       if (step == options.steps) break;
     }
   }
+  if (options.compile) std::printf("graph mode: %d compile(s)\n", compiled_step.compiles());
   return 0;
 }
 

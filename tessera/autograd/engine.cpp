@@ -101,7 +101,9 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_g
       if (it != capture->leaf_slots.end()) accumulate(capture->results[it->second], gradient);
       return;
     }
-    Tensor value = create_graph ? gradient : gradient.detach();
+    // Without create_graph the gradient carries no tape already (grad mode
+    // is off); only a seed the caller passed may still require grad.
+    Tensor value = create_graph || !gradient.requires_grad() ? gradient : gradient.detach();
     if (leaf->global && !create_graph && global_hooks.accumulate &&
         global_hooks.accumulate(leaf, value))
       return;

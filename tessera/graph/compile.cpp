@@ -1,7 +1,11 @@
 #include "tessera/graph/compile.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string_view>
 
@@ -48,10 +52,52 @@ bool explain() {
 
 }  // namespace
 
+namespace {
+
+using Pass = Graph (*)(const Graph&);
+// compile's passes, in the order they run.
+constexpr std::pair<const char*, Pass> kPasses[] = {
+    {"simplify_algebra", simplify_algebra},
+    {"common_subexpressions", eliminate_common_subexpressions},
+    {"constant_folding", fold_constants},  // after CSE: equal numbers are merged first
+    {"dead_code", eliminate_dead_code},
+    {"elementwise_fusion", fuse_elementwise},  // last: it sees the final nodes
+};
+
+}  // namespace
+
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"simplify_algebra", "common_subexpressions",
-                                                 "dead_code"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& pass : kPasses) out.emplace_back(pass.first);
+    return out;
+  }();
   return names;
+}
+
+GraphDump::GraphDump() {
+  const char* dir = std::getenv("TESSERA_GRAPH_DUMP");
+  if (dir == nullptr || *dir == '\0') return;
+  static std::atomic<int> compiles{0};
+  folder_ = dir;
+  compile_ = ++compiles;
+  std::error_code error;
+  std::filesystem::create_directories(folder_, error);
+  TESSERA_CHECK(!error, "[graph::compile] TESSERA_GRAPH_DUMP: cannot create ", folder_, ": ",
+                error.message());
+}
+
+void GraphDump::write(const std::string& stage, const Graph& graph) {
+  if (folder_.empty()) return;
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "compile%d_%02d_", compile_, step_++);
+  const std::string base = folder_ + "/" + prefix + stage;
+  for (const auto& [path, text] :
+       {std::pair{base + ".txt", graph.str()}, std::pair{base + ".dot", graph.dot()}}) {
+    std::ofstream file(path);
+    file << text;
+    TESSERA_CHECK(file.good(), "[graph::compile] TESSERA_GRAPH_DUMP: cannot write ", path);
+  }
 }
 
 Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
@@ -61,13 +107,14 @@ Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
     for (const std::string& pass : pass_names()) valid += (valid.empty() ? "" : ", ") + pass;
     TESSERA_FAIL("[graph::compile] unknown pass '", name, "'; valid: ", valid);
   }
-  auto on = [&](const std::string& name) {
-    return std::find(disabled.begin(), disabled.end(), name) == disabled.end();
-  };
+  GraphDump dump;
+  dump.write("traced", graph);
   Graph out = graph;
-  if (on("simplify_algebra")) out = simplify_algebra(out);
-  if (on("common_subexpressions")) out = eliminate_common_subexpressions(out);
-  if (on("dead_code")) out = eliminate_dead_code(out);
+  for (const auto& [name, pass] : kPasses) {
+    if (std::find(disabled.begin(), disabled.end(), name) != disabled.end()) continue;
+    out = pass(out);
+    dump.write(name, out);
+  }
   return out;
 }
 
@@ -85,29 +132,70 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
   }
   for (size_t p = 0; p < plans_.size(); ++p) {
     const MetaVector& cached = plans_[p].signature;
-    if (cached.size() == signature.size() &&
-        std::equal(cached.begin(), cached.end(), signature.begin(), same_signature)) {
+    if (cached.size() != signature.size() ||
+        !std::equal(cached.begin(), cached.end(), signature.begin(), same_signature)) {
+      continue;
+    }
+    std::string changed;
+    for (const auto& guard : plans_[p].executor->graph().host().guards) {
+      changed = guard();
+      if (!changed.empty()) break;
+    }
+    if (changed.empty()) {
       last_ = static_cast<int>(p);
       return plans_[p];
     }
+    // The host state the plan baked in changed: trace again in its place.
+    if (explain()) {
+      std::cerr << "[graph::compile] compiling again (compile " << compiles_ + 1 << "): " << changed
+                << "\n";
+    }
+    plans_[p] = compile_plan(signature, inputs);
+    ++compiles_;
+    last_ = static_cast<int>(p);
+    return plans_[p];
   }
   if (explain() && !plans_.empty()) {
     std::cerr << "[graph::compile] compiling again (compile " << compiles_ + 1
               << "): " << what_changed(plans_.back().signature, signature) << "\n";
   }
-  plans_.push_back({signature, run_passes(trace(fn_, inputs), options_.disabled_passes)});
+  plans_.push_back(compile_plan(signature, inputs));
   ++compiles_;
   last_ = static_cast<int>(plans_.size()) - 1;
   return plans_.back();
 }
 
 TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
-  return run(plan_for(inputs).graph, inputs);
+  if (!warmed_up_) {
+    warmed_up_ = true;
+    return fn_(inputs);  // makes lazily created state (optimizer buffers, gradients)
+  }
+  Plan& plan = plans_[static_cast<size_t>((plan_for(inputs), last_))];
+  return plan.executor->run(inputs, plan.runs++);
+}
+
+CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signature,
+                                                      const TensorVector& inputs) {
+  Plan plan{signature,
+            std::make_shared<Executor>(run_passes(trace(fn_, inputs), options_.disabled_passes))};
+  if (explain()) {
+    std::cerr << "[graph::compile] compile " << compiles_ + 1 << ": "
+              << plan.executor->graph().nodes().size() << " nodes; "
+              << plan.executor->memory().str() << "\n";
+  }
+  return plan;
 }
 
 const Graph& CompiledFunction::last_graph() const {
-  TESSERA_CHECK(last_ >= 0, "[graph::compile] the function has not been called yet");
-  return plans_[static_cast<size_t>(last_)].graph;
+  TESSERA_CHECK(last_ >= 0,
+                "[graph::compile] the function has not been compiled yet (the "
+                "first call runs eagerly, the second compiles)");
+  return plans_[static_cast<size_t>(last_)].executor->graph();
+}
+
+const MemoryPlan& CompiledFunction::last_memory_plan() const {
+  (void)last_graph();  // the same check
+  return plans_[static_cast<size_t>(last_)].executor->memory();
 }
 
 CompiledFunction compile(TracedFn fn, CompileOptions options) {

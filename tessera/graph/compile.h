@@ -8,14 +8,30 @@
 //   });
 //   Tensor y = forward({x})[0];   // traces and compiles on the first call
 //
+// The first call runs `fn` eagerly: a training step makes its optimizer
+// state and gradients there, so the trace that the second call makes sees
+// them as variables. A step compiles whole, backward and update included:
+//
+//   auto step = graph::compile([&](const TensorVector& in) -> TensorVector {
+//     optimizer.zero_grad();
+//     Tensor loss = loss_fn(model->forward(in[0]), in[1]);
+//     loss.backward();
+//     optimizer.step();
+//     return {loss};
+//   });
+//
 // Plans are cached by every input's shape, dtype and device. A call with a
-// new signature compiles once more; with TESSERA_GRAPH_EXPLAIN=1 in the
-// environment it says on stderr which field of which input changed.
-// Forward (inference) functions for now: tracing records no tape.
+// new signature compiles once more, and so does one after host state the
+// plan baked in changed (an optimizer's learning rate); with
+// TESSERA_GRAPH_EXPLAIN=1 in the environment it says on stderr what
+// changed. A plan's outputs carry no autograd tape: compile the backward
+// inside the function.
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tessera/graph/executor.h"
 #include "tessera/graph/ir.h"
 #include "tessera/graph/trace.h"
 
@@ -24,6 +40,20 @@ namespace tessera::graph {
 struct CompileOptions {
   // Passes to skip, by name (pass_names() lists them).
   std::vector<std::string> disabled_passes;
+};
+
+// With TESSERA_GRAPH_DUMP=dir in the environment, each compile writes its
+// graph as traced and after every pass, as text (.txt) and Graphviz (.dot):
+// dir/compile<k>_<nn>_<stage>.txt, k counting compiles in the process.
+class GraphDump {
+ public:
+  GraphDump();  // reads the environment; does nothing when unset
+  void write(const std::string& stage, const Graph& graph);
+
+ private:
+  std::string folder_;
+  int compile_ = 0;
+  int step_ = 0;
 };
 
 // The passes compile runs, in order.
@@ -40,14 +70,17 @@ class CompiledFunction {
 
   // How many times the function was traced and compiled.
   int compiles() const { return compiles_; }
-  // The graph the last call ran.
+  // The graph the last call ran, and its memory plan.
   const Graph& last_graph() const;
+  const MemoryPlan& last_memory_plan() const;
 
  private:
   struct Plan {
     MetaVector signature;
-    Graph graph;
+    std::shared_ptr<Executor> executor;
+    int64_t runs = 0;  // since the trace
   };
+  Plan compile_plan(const MetaVector& signature, const TensorVector& inputs);
   const Plan& plan_for(const TensorVector& inputs);
 
   TracedFn fn_;
@@ -55,6 +88,7 @@ class CompiledFunction {
   std::vector<Plan> plans_;
   int compiles_ = 0;
   int last_ = -1;
+  bool warmed_up_ = false;
 };
 
 CompiledFunction compile(TracedFn fn, CompileOptions options = {});

@@ -1,5 +1,6 @@
 #include "tessera/graph/ir.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace tessera::graph {
@@ -81,10 +82,55 @@ int Graph::add_input(const TensorMeta& meta) {
   return id;
 }
 
-int Graph::add_variable(const Tensor& tensor) {
+int Graph::add_variable(const Tensor& tensor, const Tensor& grad_of) {
   const int id = add_value({tensor.meta(), ValueKind::variable});
-  variables_.push_back({id, tensor});
+  variables_.push_back({id, tensor, grad_of});
   return id;
+}
+
+const OpDef& fused_elementwise_op() {
+  static const OpDef def = [] {
+    OpDef d;
+    d.name = "fused_elementwise";
+    d.kind = OpKind::elementwise;
+    d.differentiable = false;
+    return d;
+  }();
+  return def;
+}
+
+int Graph::add_fused_node(std::shared_ptr<const FusedProgram> program, std::vector<int> inputs,
+                          const MetaVector& outputs) {
+  TESSERA_CHECK(program != nullptr && static_cast<size_t>(program->num_inputs) == inputs.size() &&
+                    program->results.size() == outputs.size(),
+                "[graph] a fused node's program does not match its ", inputs.size(), " inputs and ",
+                outputs.size(), " outputs");
+  std::string ops;
+  for (const FusedStep& step : program->steps) ops += (ops.empty() ? "" : ", ") + step.op->name;
+  const int node =
+      add_node(fused_elementwise_op(), Attrs{{"ops", "[" + ops + "]"}}, std::move(inputs), outputs);
+  nodes_[static_cast<size_t>(node)].fused = std::move(program);
+  return node;
+}
+
+void Graph::add_refresh(int node, std::function<void(Attrs&)> refresh) {
+  TESSERA_CHECK(node >= 0 && static_cast<size_t>(node) < nodes_.size(), "[graph] an attr refresh ",
+                "for node ", node, ", but the graph has ", nodes_.size(), " nodes");
+  nodes_[static_cast<size_t>(node)].refresh.push_back(std::move(refresh));
+}
+
+void Graph::add_grad_write(const Tensor& leaf, int value) {
+  TESSERA_CHECK(value >= -1 && value < static_cast<int>(values_.size()), "[graph] a gradient ",
+                "write of value %", value, ", but the graph has ", values_.size(), " values");
+  grad_writes_.push_back({leaf, value});
+}
+
+std::vector<int> Graph::escaping() const {
+  std::vector<int> ids = outputs_;
+  for (const GradWrite& write : grad_writes_) {
+    if (write.value >= 0) ids.push_back(write.value);
+  }
+  return ids;
 }
 
 int Graph::add_constant(const Tensor& tensor) {
@@ -94,14 +140,20 @@ int Graph::add_constant(const Tensor& tensor) {
 }
 
 int Graph::add_node(const OpDef& op, const Attrs& attrs, std::vector<int> inputs,
-                    const MetaVector& outputs, uint64_t random_count) {
+                    const MetaVector& outputs, uint64_t random_count, int draw) {
   const int node = static_cast<int>(nodes_.size());
   for (int input : inputs) {
     TESSERA_CHECK(input >= 0 && static_cast<size_t>(input) < values_.size(), "[graph] node ",
                   op.name, " reads value %", input, ", but the graph has ", values_.size(),
                   " values");
   }
-  Node added{&op, attrs, std::move(inputs), {}, random_count};
+  Node added;
+  added.op = &op;
+  added.attrs = attrs;
+  added.inputs = std::move(inputs);
+  added.random_count = random_count;
+  added.draw = draw;
+  num_draws_ = std::max(num_draws_, draw + 1);
   for (size_t o = 0; o < outputs.size(); ++o) {
     added.outputs.push_back(add_value({outputs[o], ValueKind::node, node, static_cast<int>(o)}));
   }
@@ -118,7 +170,7 @@ std::string Graph::str() const {
   out << ") {\n";
   for (const Variable& variable : variables_) {
     out << "  %" << variable.value << ": " << meta_str(value(variable.value).meta)
-        << " = variable\n";
+        << (variable.grad_of.defined() ? " = variable (a leaf's grad)\n" : " = variable\n");
   }
   for (const auto& [id, tensor] : constants_) {
     out << "  %" << id << ": " << meta_str(value(id).meta) << " = constant";
@@ -132,6 +184,14 @@ std::string Graph::str() const {
     }
     out << " = " << node.op->name << "(" << ids_str(node.inputs) << ")" << attrs_str(node.attrs)
         << "\n";
+  }
+  for (const GradWrite& write : grad_writes_) {
+    out << "  " << meta_str(write.leaf.meta()) << " leaf .grad = ";
+    if (write.value >= 0) {
+      out << "%" << write.value << "\n";
+    } else {
+      out << "none\n";
+    }
   }
   out << "  return " << ids_str(outputs_) << "\n}\n";
   return out.str();

@@ -8,6 +8,8 @@
 // given) or a node's output. An in-place write makes a new value, so the
 // IR is SSA; the executor writes it back to the variable's tensor.
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,8 @@ struct Value {
   int output = 0;  // which of its outputs
 };
 
+struct FusedProgram;
+
 struct Node {
   const OpDef* op = nullptr;
   Attrs attrs;
@@ -34,24 +38,79 @@ struct Node {
   // For a random op: the counters it reserves from the default generator.
   // Each run reserves them afresh, so every run draws new numbers.
   uint64_t random_count = 0;
+  // For a random op: which of the run's draws its seed and offset are. A
+  // node that replays an earlier draw (dropout's gradient regenerates the
+  // forward's mask) has the earlier node's draw and a random_count of 0.
+  int draw = -1;
+  // For a fused elementwise node (passes/elementwise_fusion.cpp): the
+  // chain of ops it runs tile by tile; `op` is then fused_elementwise_op().
+  std::shared_ptr<const FusedProgram> fused;
+  // Rewrites of attrs the host may change between runs (an optimizer's
+  // learning rate), applied before each run.
+  std::vector<std::function<void(Attrs&)>> refresh;
 };
+
+// What a fused elementwise node runs: `steps` in order over each tile of
+// its output shape. Operand k < num_inputs is the node's input k; operand
+// num_inputs + j is step j's value. `results[o]` is the step whose value is
+// the node's output o.
+struct FusedStep {
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  std::vector<int> operands;
+};
+struct FusedProgram {
+  int num_inputs = 0;
+  std::vector<FusedStep> steps;
+  std::vector<int> results;
+};
+
+// The op a fused node is printed as. It is not registered and has no
+// kernel: the executor runs the node's program (graph/fused.h).
+const OpDef& fused_elementwise_op();
 
 // A captured tensor: the variable value it enters the graph as, and the
 // tensor itself (shared, so the graph reads and writes the caller's).
 struct Variable {
   int value = -1;
   Tensor tensor;
+  // When defined, the variable is this leaf's .grad as it is when the graph
+  // runs (backward replaces a leaf's gradient tensor each step), and
+  // `tensor` is the gradient seen while tracing.
+  Tensor grad_of;
+};
+
+// A leaf's .grad that a run sets, as the traced backward did: to the value
+// `value`, or (value -1) to none.
+struct GradWrite {
+  Tensor leaf;
+  int value = -1;
+};
+
+// Host-side state the graph depends on (recorded by record_host_effect and
+// record_guard while tracing): effects a run repeats, and guards that say
+// what changed once the graph no longer matches the host.
+struct HostState {
+  std::vector<std::function<void()>> effects;
+  std::vector<std::function<std::string()>> guards;
 };
 
 class Graph {
  public:
   int add_input(const TensorMeta& meta);
-  int add_variable(const Tensor& tensor);
+  int add_variable(const Tensor& tensor, const Tensor& grad_of = Tensor());
   int add_constant(const Tensor& tensor);
   // Appends a node and one new value per output meta; returns the node id.
   int add_node(const OpDef& op, const Attrs& attrs, std::vector<int> inputs,
-               const MetaVector& outputs, uint64_t random_count = 0);
+               const MetaVector& outputs, uint64_t random_count = 0, int draw = -1);
+  // Appends a fused elementwise node running `program` (its attrs name the
+  // ops, for printing).
+  int add_fused_node(std::shared_ptr<const FusedProgram> program, std::vector<int> inputs,
+                     const MetaVector& outputs);
   void set_outputs(std::vector<int> outputs) { outputs_ = std::move(outputs); }
+  void add_grad_write(const Tensor& leaf, int value);
+  void add_refresh(int node, std::function<void(Attrs&)> refresh);
+  HostState& host() { return host_; }
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -59,7 +118,14 @@ class Graph {
   const std::vector<int>& outputs() const { return outputs_; }
   const std::vector<Variable>& variables() const { return variables_; }
   const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
+  const std::vector<GradWrite>& grad_writes() const { return grad_writes_; }
+  const HostState& host() const { return host_; }
   const Value& value(int id) const { return values_.at(static_cast<size_t>(id)); }
+  // How many draws from the generator a run makes (Node::draw).
+  int num_draws() const { return num_draws_; }
+  // The values a caller sees after a run: the outputs and the gradients
+  // written to leaves. Passes must keep them, and keep them apart.
+  std::vector<int> escaping() const;
 
   // The IR as text, one node per line:
   //   %3: f32[32, 128] = matmul(%0, %1)
@@ -76,6 +142,9 @@ class Graph {
   std::vector<int> outputs_;
   std::vector<Variable> variables_;
   std::vector<std::pair<int, Tensor>> constants_;
+  std::vector<GradWrite> grad_writes_;
+  HostState host_;
+  int num_draws_ = 0;
 };
 
 // "f32[32, 128]", with the device when it is not the CPU and the layout of

@@ -4,6 +4,7 @@
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/core/rng.h"
+#include "tessera/graph/fused.h"
 #include "tessera/ops/dispatch.h"
 
 namespace tessera::graph {
@@ -18,14 +19,74 @@ class Tracer final : public Handler {
   const char* name() const override { return "graph-trace"; }
 
   void bind(const Tensor& tensor, int value) {
+    give_identity(tensor);
     ids_[tensor.impl_ptr().get()] = value;
     alive_.push_back(tensor);  // keeps the address from being reused
+    if (tensor.is_meta() && !tensor.is_global())
+      aliases_[tensor.impl().storage.get()].push_back({value, tensor});
   }
   int lookup(const Tensor& tensor) const {
     auto it = ids_.find(tensor.impl_ptr().get());
-    return it == ids_.end() ? -1 : it->second;
+    if (it != ids_.end()) return it->second;
+    // An alias made outside the dispatcher (detach(), autograd's saved
+    // outputs) shares its stand-in's storage, offset, shape and strides.
+    if (!tensor.is_meta() || tensor.is_global() || !tensor.impl().storage) return -1;
+    auto same = aliases_.find(tensor.impl().storage.get());
+    if (same == aliases_.end()) return -1;
+    const TensorImpl& t = tensor.impl();
+    for (const auto& [value, known] : same->second) {
+      const TensorImpl& k = known.impl();
+      if (k.offset == t.offset && k.shape == t.shape && k.strides == t.strides &&
+          k.dtype == t.dtype) {
+        return value;
+      }
+    }
+    return -1;
+  }
+
+  // A meta stand-in gets an empty storage of its own, which aliases made
+  // outside the dispatcher share, so lookup() can tell what they alias.
+  static void give_identity(const Tensor& tensor) {
+    if (tensor.is_meta() && !tensor.is_global() && !tensor.impl().storage) {
+      tensor.impl().storage = std::make_shared<Storage>(0, Device{});
+    }
   }
   const std::string& last_op() const { return last_op_; }
+
+  void host_effect(std::function<void()> effect) override {
+    graph_.host().effects.push_back(std::move(effect));
+  }
+  void guard(std::function<std::string()> changed) override {
+    graph_.host().guards.push_back(std::move(changed));
+  }
+  void refresh_attrs(std::function<void(Attrs&)> refresh) override {
+    TESSERA_CHECK(!graph_.nodes().empty(), "[graph::trace] an attr refresh before any op call");
+    graph_.add_refresh(static_cast<int>(graph_.nodes().size()) - 1, std::move(refresh));
+  }
+
+  // After the function returned: the gradients backward left on the
+  // variables' leaves become the graph's gradient writes, and the leaves
+  // get their real state back (no meta stand-in stays on a parameter).
+  // Also run when tracing failed, with `record` false.
+  void settle_gradients(bool record) {
+    for (const Variable& variable : graph_.variables()) {
+      TensorImpl& leaf = variable.tensor.impl();
+      if (variable.grad_of.defined() || !leaf.requires_grad) continue;
+      auto had = had_grad_.find(&leaf);
+      const std::shared_ptr<TensorImpl> before = had != had_grad_.end() ? had->second : nullptr;
+      const bool had_grad = before != nullptr;
+      if (leaf.grad && leaf.grad->device.type == DeviceType::meta) {
+        const int id = lookup(Tensor(leaf.grad));
+        leaf.grad = before;  // the run sets the traced one
+        if (!record) continue;
+        TESSERA_CHECK(id >= 0, "[graph::trace] a leaf of shape ", shape_str(leaf.shape),
+                      " got a gradient the tracer did not see being made");
+        graph_.add_grad_write(variable.tensor, id);
+      } else if (record && !leaf.grad && had_grad) {
+        graph_.add_grad_write(variable.tensor, -1);
+      }
+    }
+  }
 
   TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
     last_op_ = op.name;
@@ -37,13 +98,17 @@ class Tracer final : public Handler {
       ids.push_back(id);
       logical.push_back(graph_.value(id).meta);
       stand_ins.push_back(inputs[i].to_meta());
+      give_identity(stand_ins.back());
     }
     check_devices(op, logical);
     const MetaVector output_metas = op.infer(logical, attrs);
     // The outputs the function goes on with: meta tensors (a view aliases
     // its input's stand-in, an in-place op returns the stand-ins it wrote).
-    TensorVector outputs = redispatch(op, stand_ins, attrs);
-    const int node = graph_.add_node(op, attrs, ids, output_metas, random_count(op, attrs));
+    // (The meta handler directly: a factory with no inputs would otherwise
+    // reach the local handler and fill real memory.)
+    TensorVector outputs = meta_handler().run(op, stand_ins, attrs);
+    const auto [count, draw] = random_draw(op, attrs);
+    const int node = graph_.add_node(op, attrs, ids, output_metas, count, draw);
     const std::vector<int>& produced = graph_.nodes()[static_cast<size_t>(node)].outputs;
     for (size_t o = 0; o < outputs.size(); ++o) bind(outputs[o], produced[o]);
     // A tensor written in place is the new value from here on.
@@ -63,20 +128,41 @@ class Tracer final : public Handler {
                   " is a global tensor; tracing global tensors is not supported yet");
     const bool number =
         tensor.dim() == 0 && tensor.device().type == DeviceType::cpu && !tensor.requires_grad();
-    const int id = number ? graph_.add_constant(tensor) : graph_.add_variable(tensor);
+    int id = -1;
+    if (number) {
+      id = graph_.add_constant(tensor);
+    } else {
+      id = graph_.add_variable(tensor, leaf_whose_grad_is(tensor));
+      if (tensor.requires_grad()) had_grad_[&tensor.impl()] = tensor.impl().grad;
+    }
     bind(tensor, id);
     return id;
   }
 
-  // The counters a random op reserved from the default generator just
-  // before its call: the run reserves as many again each time.
-  static uint64_t random_count(const OpDef& op, const Attrs& attrs) {
-    if (op.kind != OpKind::random || !attrs.has("offset")) return 0;
+  // The variable leaf whose .grad `tensor` is, if any: backward adds to an
+  // existing gradient, and a run must read the leaf's gradient of that run.
+  Tensor leaf_whose_grad_is(const Tensor& tensor) const {
+    for (const Variable& variable : graph_.variables()) {
+      const TensorImpl& leaf = variable.tensor.impl();
+      if (leaf.requires_grad && leaf.grad.get() == tensor.impl_ptr().get()) return variable.tensor;
+    }
+    return Tensor();
+  }
+
+  // A random op's draw: the counters it reserved from the default generator
+  // just before its call (the run reserves as many again each time), or,
+  // for a call that reuses an earlier call's seed and offset (dropout's
+  // gradient regenerating the forward's mask), that call's draw.
+  std::pair<uint64_t, int> random_draw(const OpDef& op, const Attrs& attrs) {
+    if (op.kind != OpKind::random || !attrs.has("offset")) return {0, -1};
     const Generator& generator = default_generator();
     TESSERA_CHECK(attrs.has("seed") && static_cast<uint64_t>(attrs.i("seed")) == generator.seed(),
                   "[graph::trace] ", op.name, " draws from a generator of its own; a graph's ",
                   "random ops draw from the default generator for now");
-    return generator.offset() - static_cast<uint64_t>(attrs.i("offset"));
+    const int64_t offset = attrs.i("offset");
+    auto [it, fresh] = draws_.try_emplace(offset, static_cast<int>(draws_.size()));
+    if (!fresh) return {0, it->second};
+    return {generator.offset() - static_cast<uint64_t>(offset), it->second};
   }
 
   // The check call() makes on real inputs, made here on the values' own
@@ -94,6 +180,10 @@ class Tracer final : public Handler {
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> alive_;
   std::string last_op_;
+  // Each leaf's .grad when the trace first saw it.
+  std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> had_grad_;
+  std::unordered_map<const Storage*, std::vector<std::pair<int, Tensor>>> aliases_;
+  std::unordered_map<int64_t, int> draws_;  // a traced offset -> its draw
 };
 
 }  // namespace
@@ -109,14 +199,26 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
     tracer.bind(placeholder, graph.add_input(example.meta()));
     placeholders.push_back(placeholder);
   }
+  // The trace reserves counters for the random ops it records; the runs
+  // reserve them again, so the generator goes back to where it was.
+  Generator& generator = default_generator();
+  const uint64_t seed = generator.seed(), offset = generator.offset();
+  struct Restore {
+    Generator& generator;
+    uint64_t seed, offset;
+    ~Restore() { generator.set_state(seed, offset); }
+  } restore{generator, seed, offset};
   TensorVector results;
   {
-    // Forward functions only for now: no tape is recorded while tracing.
-    NoGradGuard no_grad;
+    // Grad mode as the caller has it: the tape records the traced calls
+    // (their outputs are stand-ins), and a backward() inside `fn` runs the
+    // gradient ops through the tracer too.
     HandlerScope scope(tracer);
     try {
       results = fn(placeholders);
+      tracer.settle_gradients(true);
     } catch (const Error& error) {
+      tracer.settle_gradients(false);
       const std::string what = error.what();
       const bool read = what.find("has no data") != std::string::npos;
       TESSERA_FAIL("[graph::trace] the traced function failed",
@@ -137,10 +239,22 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
   return graph;
 }
 
-TensorVector run(const Graph& graph, const TensorVector& inputs) {
+void set_draw(Attrs& attrs, const Node& node, std::vector<std::pair<int64_t, int64_t>>& draws) {
+  auto& [seed, offset] = draws.at(static_cast<size_t>(node.draw));
+  if (node.random_count > 0) {
+    Generator& generator = default_generator();
+    seed = static_cast<int64_t>(generator.seed());
+    offset = static_cast<int64_t>(generator.reserve(node.random_count));
+  }
+  attrs.set("seed", seed).set("offset", offset);
+}
+
+TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index) {
   TESSERA_CHECK(inputs.size() == graph.inputs().size(), "[graph::run] the graph takes ",
                 graph.inputs().size(), " inputs, got ", inputs.size());
+  NoGradGuard no_grad;  // the graph holds its backward already
   std::vector<Tensor> env(graph.values().size());
+  std::vector<std::pair<int64_t, int64_t>> draws(static_cast<size_t>(graph.num_draws()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorMeta& expected = graph.value(graph.inputs()[i]).meta;
     TESSERA_CHECK(inputs[i].shape() == expected.shape && inputs[i].dtype() == expected.dtype &&
@@ -150,18 +264,33 @@ TensorVector run(const Graph& graph, const TensorVector& inputs) {
     env[static_cast<size_t>(graph.inputs()[i])] = inputs[i];
   }
   for (const Variable& variable : graph.variables()) {
-    env[static_cast<size_t>(variable.value)] = variable.tensor;
+    Tensor tensor = variable.tensor;
+    if (variable.grad_of.defined()) {
+      tensor = Tensor(variable.grad_of.impl().grad);
+      TESSERA_CHECK(tensor.defined(), "[graph::run] the graph adds to a leaf's gradient (shape ",
+                    shape_str(variable.grad_of.shape()), "), but the leaf has none now; ",
+                    "it had one when the graph was traced");
+    }
+    env[static_cast<size_t>(variable.value)] = tensor;
   }
   for (const auto& [id, tensor] : graph.constants()) env[static_cast<size_t>(id)] = tensor;
   for (const Node& node : graph.nodes()) {
     TensorVector args;
     for (int id : node.inputs) args.push_back(env[static_cast<size_t>(id)]);
     TensorVector results;
-    if (node.random_count > 0) {
-      Generator& generator = default_generator();
+    const bool counts = !node.op->counter_attr.empty() && run_index > 0;
+    if (node.fused) {
+      MetaVector metas;
+      for (int output : node.outputs) metas.push_back(graph.value(output).meta);
+      results = run_fused(*node.fused, args, metas);
+    } else if (node.draw >= 0 || counts || !node.refresh.empty()) {
       Attrs drawn = node.attrs;
-      drawn.set("seed", static_cast<int64_t>(generator.seed()))
-          .set("offset", static_cast<int64_t>(generator.reserve(node.random_count)));
+      for (const auto& refresh : node.refresh) refresh(drawn);
+      if (node.draw >= 0) set_draw(drawn, node, draws);
+      if (counts) {
+        const std::string& counter = node.op->counter_attr;
+        drawn.set(counter, node.attrs.i(counter) + run_index);
+      }
       results = call(*node.op, args, drawn);
     } else {
       results = call(*node.op, args, node.attrs);
@@ -169,6 +298,14 @@ TensorVector run(const Graph& graph, const TensorVector& inputs) {
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       env[static_cast<size_t>(node.outputs[o])] = results[o];
     }
+  }
+  for (const GradWrite& write : graph.grad_writes()) {
+    write.leaf.impl().grad =
+        write.value >= 0 ? env[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
+  }
+  // The trace itself made the host changes of the first run.
+  if (run_index > 0) {
+    for (const auto& effect : graph.host().effects) effect();
   }
   TensorVector outputs;
   for (int id : graph.outputs()) outputs.push_back(env[static_cast<size_t>(id)]);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/ops/dispatch.h"
 
 namespace tessera::nn {
 
@@ -122,6 +123,16 @@ int64_t Module::num_parameters() const {
   int64_t total = 0;
   for (const Tensor& p : parameters()) total += p.numel();
   return total;
+}
+
+bool Module::is_training() const {
+  if (mode_active()) {
+    record_guard([this, traced = training_]() -> std::string {
+      if (training_ == traced) return "";
+      return type_name_ + (training_ ? " switched to training mode" : " switched to eval mode");
+    });
+  }
+  return training_;
 }
 
 void Module::train(bool on) {

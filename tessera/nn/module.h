@@ -76,7 +76,9 @@ class Module {
   // --- modes and state ------------------------------------------------------
   void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const { return training_; }
+  // Under a graph trace, reading the mode makes the graph compile again
+  // once the mode changes (dropout and batch norm trace differently).
+  bool is_training() const;
 
   // Parameters and persistent buffers, keyed "child.sub.name".
   StateDict state_dict() const;

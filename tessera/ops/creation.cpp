@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "tessera/ops/dispatch.h"
 #include "tessera/ops/layout_attrs.h"
 #include "tessera/ops/op.h"
 
@@ -146,6 +147,12 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
 }
 Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype) {
   const DType resolved = dtype.value_or(x.dtype());
+  if (x.is_meta() && !x.is_global() && mode_active()) {
+    // Under a mode handler (a graph trace), x stands for a tensor on the
+    // CPU and the fill is an op call like any other, so the handler sees
+    // the tensor it makes.
+    return full(x.shape(), value, resolved);
+  }
   if (x.is_meta()) {  // same shape and layout, no values
     return x.is_global() ? make_global_meta(x.shape(), resolved, x.placement(), x.nd_sbp())
                          : Tensor::empty(x.shape(), resolved, Device::meta());

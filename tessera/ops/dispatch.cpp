@@ -277,6 +277,18 @@ bool mode_active() {
   return mode_count > 0;
 }
 
+void record_host_effect(std::function<void()> effect) {
+  if (mode_count > 0) modes[mode_count - 1]->host_effect(std::move(effect));
+}
+
+void record_guard(std::function<std::string()> changed) {
+  if (mode_count > 0) modes[mode_count - 1]->guard(std::move(changed));
+}
+
+void record_attr_refresh(std::function<void(Attrs&)> refresh) {
+  if (mode_count > 0) modes[mode_count - 1]->refresh_attrs(std::move(refresh));
+}
+
 DispatchKey dispatch_key(const TensorVector& inputs) {
   DispatchKey key = DispatchKey::local;
   for (const Tensor& input : inputs) {

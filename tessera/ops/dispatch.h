@@ -18,6 +18,8 @@
 // Handlers of higher layers (global, autograd, graph) register themselves
 // here, so the ops layer never names them.
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "tessera/ops/op.h"
@@ -36,6 +38,16 @@ class Handler {
   virtual ~Handler() = default;
   virtual const char* name() const = 0;
   virtual TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) = 0;
+  // Host-side state a traced graph depends on (tessera/graph): an effect the
+  // graph repeats on every run, and a guard that says in words what changed
+  // once the graph no longer matches the host ("" while it does). Handlers
+  // that do not trace ignore both.
+  virtual void host_effect(std::function<void()> /*effect*/) {}
+  virtual void guard(std::function<std::string()> /*changed*/) {}
+  // An attr of the call it just ran that the host may change between runs
+  // (an optimizer's learning rate under a scheduler): the graph rewrites it
+  // with `refresh` before each run instead of baking in the traced value.
+  virtual void refresh_attrs(std::function<void(Attrs&)> /*refresh*/) {}
 };
 
 // The eager-local handler, and the meta one, which runs every inference and
@@ -63,6 +75,16 @@ class HandlerScope {
 
 // Whether a mode handler is on this thread's stack.
 bool mode_active();
+
+// For code that keeps state outside ops (an optimizer's step counts and
+// options): hands the effect or guard to the innermost mode handler, so a
+// traced graph repeats the effect and checks the guard each run. Without a
+// mode handler both do nothing; the caller has already changed the state.
+void record_host_effect(std::function<void()> effect);
+void record_guard(std::function<std::string()> changed);
+// For an attr of the op call just made that the host may change between
+// runs (Handler::refresh_attrs). Does nothing without a mode handler.
+void record_attr_refresh(std::function<void(Attrs&)> refresh);
 
 // The handler a call with these inputs would reach below the modes (an op
 // with OpDef::global_only, or a factory given a layout, reaches the

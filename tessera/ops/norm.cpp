@@ -31,7 +31,9 @@ Shape stats_shape(const Shape& x, size_t normalized) {
 
 // True for a constant zero tensor (the gradient of an unused output), whose
 // terms can be skipped. One that requires grad is kept for higher orders.
+// A meta tensor (a graph trace) has no values to look at: its terms stay.
 bool all_zero(const Tensor& t) {
+  if (t.is_meta()) return t.numel() == 0;
   return !t.requires_grad() && (t.numel() == 0 || max(abs(t)).item<double>() == 0.0);
 }
 

@@ -84,6 +84,9 @@ struct OpDef {
   // output is that input itself (no allocation); infer must give its meta.
   // Empty for ops that return new tensors.
   std::vector<int> writes;
+  // An integer attr that counts the op's calls (Adam's step, which its bias
+  // correction reads): a traced graph advances it by one on every run.
+  std::string counter_attr;
   // The dispatcher hands the kernel contiguous inputs (copying strided ones
   // first, outside the kernel), so the kernel allocates nothing hidden.
   bool contiguous_inputs = false;

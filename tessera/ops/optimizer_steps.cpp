@@ -56,9 +56,12 @@ const OpDef& sgd_momentum_op() {
 }
 // inputs {param, grad, exp_avg, exp_avg_sq}; writes param and the moments.
 const OpDef& adam_op() {
-  static const OpDef& def = register_op(
-      update_def("adam_step", {0, 2, 3}, "torch.optim.Adam, torch.optim.AdamW (one update)",
-                 "adam_step_(param, grad, exp_avg, exp_avg_sq, step)"));
+  static const OpDef& def = register_op([] {
+    OpDef d = update_def("adam_step", {0, 2, 3}, "torch.optim.Adam, torch.optim.AdamW (one update)",
+                         "adam_step_(param, grad, exp_avg, exp_avg_sq, step)");
+    d.counter_attr = "step";  // the bias correction's update count
+    return d;
+  }());
   return def;
 }
 const bool registered = (sgd_op(), sgd_momentum_op(), adam_op(), true);

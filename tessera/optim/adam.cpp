@@ -44,6 +44,8 @@ void Adam::step() {
                   .weight_decay = opts.weight_decay,
                   .decoupled_weight_decay = decoupled_weight_decay_,
                   .step = ++state.step});
+      record_step_for_graph(index - 1);
+      record_options_for_graph(group);
     }
   }
 }

@@ -10,6 +10,8 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;
+
+  bool operator==(const AdamOptions&) const = default;
 };
 
 // Adam (Kingma & Ba) with PyTorch's update rule; weight_decay adds

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/dispatch.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/linalg.h"
 
@@ -39,6 +42,27 @@ double norm_of(const Tensor& grad, double norm_type) {
   return norm.item<double>();
 }
 
+// Under a graph trace the norm stays a tensor: the scale min(1, max_norm /
+// (norm + 1e-6)) multiplies every gradient inside the graph, as PyTorch's
+// clip_grad_norm_ does without reading the norm on the host.
+void clip_traced(const std::vector<Tensor>& grads, double max_norm, double norm_type) {
+  NoGradGuard no_grad;
+  const bool infinity = std::isinf(norm_type);
+  Tensor accumulated;
+  for (const Tensor& grad : grads) {
+    if (grad.numel() == 0) continue;
+    Tensor own = vector_norm(grad, norm_type);
+    if (!infinity) own = pow(own, norm_type);
+    accumulated = !accumulated.defined() ? own
+                  : infinity             ? maximum(accumulated, own)
+                                         : add(accumulated, own);
+  }
+  if (!accumulated.defined()) return;
+  const Tensor total = infinity ? accumulated : pow(accumulated, 1.0 / norm_type);
+  const Tensor scale = clamp_max(div(full({}, max_norm, total.dtype()), add(total, 1e-6)), 1.0);
+  for (Tensor grad : grads) grad.copy_(mul(grad, scale));  // handles share the gradient
+}
+
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
@@ -49,6 +73,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   for (const Tensor& param : params) {
     Tensor grad = owned_grad(param);
     if (grad.defined()) grads.push_back(grad);
+  }
+  if (mode_active()) {
+    clip_traced(grads, max_norm, norm_type);
+    return std::numeric_limits<double>::quiet_NaN();  // not known on the host while tracing
   }
   const bool infinity = std::isinf(norm_type);
   NoGradGuard no_grad;

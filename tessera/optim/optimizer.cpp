@@ -32,6 +32,10 @@ const std::vector<Tensor>& Optimizer::param_group(size_t group) const {
   return groups_[group];
 }
 
+void Optimizer::record_step_for_graph(size_t index) {
+  if (mode_active()) record_host_effect([this, index] { ++states_[index].step; });
+}
+
 void Optimizer::check_group(size_t group) const {
   TESSERA_CHECK(group < groups_.size(), "[", name_, "] parameter group ", group,
                 " does not exist; the optimizer has ", groups_.size(), " group(s)");

@@ -9,6 +9,7 @@
 
 #include "tessera/core/state_dict.h"
 #include "tessera/core/tensor.h"
+#include "tessera/ops/dispatch.h"
 
 namespace tessera::optim {
 
@@ -76,6 +77,10 @@ class Optimizer {
   // parameter, in its layout too), or undefined when it has none.
   Tensor dense_grad(const Tensor& param) const;
   void check_group(size_t group) const;
+  // Under a graph trace (tessera/graph): every run of the graph advances
+  // the parameter's step count, as an eager step() does. Does nothing
+  // outside a trace.
+  void record_step_for_graph(size_t index);
 
  private:
   std::string name_;
@@ -129,6 +134,21 @@ class OptimizerWithOptions : public Optimizer {
  protected:
   using Optimizer::Optimizer;
   virtual void validate(const Options& options) const = 0;
+  // Under a graph trace: the update op just called reads the group's
+  // learning rate afresh on every run (a scheduler changes it between
+  // steps); the graph bakes in the other options, so it compiles again once
+  // one of them changes, saying which group. Does nothing outside a trace.
+  void record_options_for_graph(size_t group) {
+    if (!mode_active()) return;
+    record_attr_refresh([this, group](Attrs& attrs) { attrs.set("lr", options_[group].lr); });
+    record_guard([this, group, traced = options_[group]]() -> std::string {
+      Options now = options_[group];
+      now.lr = traced.lr;
+      if (now == traced) return "";
+      return name() + " parameter group " + std::to_string(group) +
+             " options other than lr changed";
+    });
+  }
   std::vector<Options> options_;
 };
 

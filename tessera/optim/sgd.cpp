@@ -42,6 +42,8 @@ void SGD::step() {
                  .nesterov = opts.nesterov,
                  .first_step = state.step == 0});
       ++state.step;
+      record_step_for_graph(index - 1);
+      record_options_for_graph(group);
     }
   }
 }

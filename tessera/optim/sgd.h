@@ -10,6 +10,8 @@ struct SGDOptions {
   double dampening = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
+
+  bool operator==(const SGDOptions&) const = default;
 };
 
 // Stochastic gradient descent with PyTorch's update rule:

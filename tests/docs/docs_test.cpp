@@ -49,5 +49,16 @@ TEST(DocsTest, GlobalTensorsTutorialMatchesTheTour) {
     EXPECT_NE(source.find(block), std::string::npos) << "not in the tour:\n" << block;
 }
 
+TEST(DocsTest, GraphModeGuideMatchesTheExamples) {
+  const std::string page = read_source("docs/graph_mode.md");
+  const std::string sources = read_source("examples/fashion_mnist/main.cpp") +
+                              read_source("examples/char_gpt/main.cpp") +
+                              read_source("examples/graph_tour/main.cpp");
+  const std::vector<std::string> blocks = cpp_blocks(page);
+  EXPECT_GE(blocks.size(), 4u);
+  for (const std::string& block : blocks)
+    EXPECT_NE(sources.find(block), std::string::npos) << "not in the examples:\n" << block;
+}
+
 }  // namespace
 }  // namespace tessera::testing

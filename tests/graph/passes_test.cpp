@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "tessera/graph/compile.h"
+#include "tessera/graph/executor.h"
 #include "tessera/graph/passes/passes.h"
 #include "tessera/graph/trace.h"
 #include "testing.h"
@@ -77,7 +79,7 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
       auto any = [&] { return pool[pick() % pool.size()]; };
       for (int step = 0; step < 12; ++step) {
         const Tensor a = any(), b = any();
-        switch (pick() % 7) {
+        switch (pick() % 9) {
           case 0:
             pool.push_back(add(a, b));
             break;
@@ -96,6 +98,12 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
           case 5:
             pool.push_back(a.reshape({5, 4}).reshape({4, 5}));
             break;  // views
+          case 6:
+            pool.push_back(sigmoid(a) * tanh(b) - exp(a * -0.25));
+            break;  // a fusible chain with constants between its ops
+          case 7:
+            pool.push_back(a.t().contiguous().t() / (b * b + 1.0));
+            break;  // a strided operand
           default:
             pool.push_back(mul(a, b));
             pool.push_back(mul(a, b));
@@ -105,15 +113,20 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
       return {pool.back(), pool[pool.size() / 2]};
     };
     const Graph traced = graph::trace(fn, {ones({4, 5}), ones({4, 5})});
-    const Graph optimised = graph::eliminate_dead_code(
-        graph::eliminate_common_subexpressions(graph::simplify_algebra(traced)));
+    const Graph optimised = graph::run_passes(traced);  // every pass, in compile's order
     EXPECT_LE(optimised.nodes().size(), traced.nodes().size());
     Tensor x = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial)).to(DType::f32);
     Tensor y = uniform({4, 5}, -1, 1, static_cast<uint64_t>(trial) + 100).to(DType::f32);
     const TensorVector expected = fn({x, y});
     const TensorVector plain = graph::run(traced, {x, y});
     const TensorVector passed = graph::run(optimised, {x, y});
+    // The executor, twice: the second run reuses the first one's arena.
+    graph::Executor executor(optimised);
+    executor.run({y, x}, 0);
+    const TensorVector executed = executor.run({x, y}, 1);
     for (size_t o = 0; o < expected.size(); ++o) {
+      EXPECT_TRUE(all_close(executed[o], expected[o])) << "trial " << trial << "\n"
+                                                       << optimised.str();
       EXPECT_TRUE(all_close(plain[o], expected[o])) << "trial " << trial << "\n" << traced.str();
       EXPECT_TRUE(all_close(passed[o], expected[o])) << "trial " << trial << "\n"
                                                      << optimised.str();
@@ -175,6 +188,124 @@ TEST(GraphPasses, AlgebraicSimplificationNeverMakesEagerCopiesShared) {
   EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2}));  // p before the write
   EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{2, 3}));
   EXPECT_NE(simplified.outputs()[1], simplified.inputs()[0]);
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// A chain of elementwise ops becomes one fused node that writes only what
+// leaves it; the values are eager's, bit for bit.
+TEST(GraphPasses, ElementwiseFusionRunsAChainAsOneNode) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    Tensor h = relu(in[0] * 2.0 + in[1]);
+    Tensor kept = sigmoid(h);                // read after the chain: written
+    Tensor s = sum(kept);                    // not elementwise: ends the group
+    return {tanh(kept - 1.0) * s, h * 0.5};  // h is returned, so written too
+  };
+  Tensor x = uniform({3, 5000}, -2, 2, 1).to(DType::f32);  // several tiles
+  Tensor y = uniform({3, 5000}, -2, 2, 2).to(DType::f32);
+  const Graph before = graph::trace(fn, {x, y});
+  const Graph after = graph::fuse_elementwise(before);
+  // before: full mul add relu sigmoid sum full sub tanh mul full mul
+  // after:  full fused(mul add relu sigmoid) sum full full fused(sub tanh mul mul),
+  // the full(0.5) between the second group's ops moved before it
+  EXPECT_EQ(op_names(after), (std::vector<std::string>{"full", "fused_elementwise", "sum", "full",
+                                                       "full", "fused_elementwise"}))
+      << before.str() << after.str();
+  EXPECT_HAS(after.str(), "fused_elementwise(%0, %2, %1) {ops=\"[mul, add, relu, sigmoid]\"}");
+  const graph::Node& first = after.nodes()[1];
+  EXPECT_EQ(first.outputs.size(), 2u) << after.str();  // relu (returned as h) and sigmoid
+  const TensorVector expected = fn({x, y});
+  const TensorVector got = graph::run(after, {x, y});
+  for (size_t o = 0; o < expected.size(); ++o) {
+    EXPECT_TRUE(equal(got[o], expected[o])) << "output " << o;
+  }
+}
+
+// Nodes with side effects are never moved across a group, and a write to a
+// tensor the group reads ends the group before it.
+TEST(GraphPasses, ElementwiseFusionKeepsWritesAndDrawsInOrder) {
+  Tensor state = Tensor::from_vector<float>({1, 2, 3}, {3});
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor a = exp(in[0] * state);
+    state.mul_(2.0);  // after a read it: a must see the old values
+    Tensor b = a + state;
+    return {b * rand({3})};
+  };
+  Tensor x = Tensor::from_vector<float>({0.5f, -1, 2}, {3});
+  const Graph fused = graph::fuse_elementwise(graph::trace(fn, {x}));
+  Tensor state_copy = state.clone();
+  manual_seed(3);
+  const Tensor got = graph::run(fused, {x})[0];
+  Tensor graph_state = state.clone();
+  state.copy_(state_copy);
+  manual_seed(3);
+  const Tensor expected = fn({x})[0];
+  EXPECT_TRUE(equal(got, expected)) << fused.str();
+  EXPECT_TRUE(equal(graph_state, state));
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+TEST(GraphPasses, ConstantFoldingEvaluatesNumbersOnceAndLeavesDrawsAlone) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    Tensor two = full({}, 2.0);
+    Tensor scale = exp(two) * 0.5;  // numbers only: folded
+    Tensor noise = rand({});        // a draw: never folded
+    return {in[0] * scale + noise, in[0] + 1.0};
+  };
+  const Graph before = graph::trace(fn, {ones({3})});
+  const Graph after = graph::eliminate_dead_code(graph::fold_constants(before));
+  EXPECT_EQ(op_names(after), (std::vector<std::string>{"rand", "mul", "add", "add"}))
+      << before.str() << after.str();
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
+  manual_seed(4);
+  const TensorVector got = graph::run(after, {x});
+  manual_seed(4);
+  const TensorVector expected = fn({x});
+  for (size_t o = 0; o < expected.size(); ++o) EXPECT_TRUE(equal(got[o], expected[o]));
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// A training step's temporaries share one arena: smaller than the values
+// without reuse, never below the most bytes live at once.
+TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
+  manual_seed(1);
+  nn::Linear first(64, 256), second(256, 10);
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor loss = cross_entropy(second.forward(relu(first.forward(in[0]))), in[1]);
+    loss.backward();
+    return {loss};
+  };
+  Tensor x = randn({32, 64});
+  Tensor labels = randint(0, 10, {32});
+  const Graph traced = graph::trace(fn, {x, labels});
+  const graph::MemoryPlan plan = graph::plan_memory(traced);
+  EXPECT_GT(plan.arena_bytes, 0);
+  EXPECT_LT(plan.arena_bytes, plan.unplanned_bytes) << plan.str();
+  EXPECT_GE(plan.arena_bytes, plan.lower_bound) << plan.str();
+  // No value a caller sees is in the arena: the loss and the gradients.
+  for (int id : traced.escaping()) EXPECT_LT(plan.offsets[static_cast<size_t>(id)], 0);
+  EXPECT_HAS(plan.str(), "lower bound");
+  // Runs from the arena give the interpreter's values and gradients.
+  graph::Executor executor(traced);
+  const double loss = executor.run({x, labels}, 0)[0].item<double>();
+  const Tensor weight_grad = first.weight.grad().clone();
+  first.weight.impl().grad.reset();
+  EXPECT_EQ(loss, graph::run(traced, {x, labels})[0].item<double>());
+  EXPECT_TRUE(equal(first.weight.grad(), weight_grad));
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // CPU kernels for the elementwise families (ops/elementwise.cpp). Each op is
 // a functor; the loops of elementwise_loops.h handle strides and broadcasting.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "tessera/backend/cpu/elementwise_loops.h"
 #include "tessera/backend/cpu/vec_math.h"
 #include "tessera/ops/op.h"
+#include "tessera/ops/tile_kernels.h"
 
 namespace tessera::cpu {
 
@@ -355,6 +358,69 @@ void copy_kernel(KernelContext& ctx) {
 TESSERA_REGISTER_KERNEL("where", cpu, where_kernel, ALL_DTYPES);
 TESSERA_REGISTER_KERNEL("cast", cpu, cast_kernel, ALL_DTYPES);
 TESSERA_REGISTER_KERNEL("copy", cpu, copy_kernel, ALL_DTYPES);
+
+// ---- tile kernels (ops/tile_kernels.h) ---------------------------------------
+// The same functors over one flat f32 run, as the contiguous paths above
+// run them, so a fused chain gives the unfused ops' bits.
+
+template <typename F>
+void unary_tile(const Attrs& attrs, const TileArgs& args) {
+  const F f(attrs);
+  if (args.scalar[0]) {
+    std::fill_n(args.out, args.n, f(args.inputs[0][0]));
+  } else if (cpu_has_avx512()) {
+    flat_unary_avx512<float, float, F>(f, args.out, args.inputs[0], args.n);
+  } else {
+    flat_unary<float, float, F>(f, args.out, args.inputs[0], args.n);
+  }
+}
+
+void gelu_tile(const Attrs& attrs, const TileArgs& args) {
+  if (attrs.get<std::string>("approximate") == "tanh") {
+    unary_tile<Gelu<true>>(attrs, args);
+  } else {
+    unary_tile<Gelu<false>>(attrs, args);
+  }
+}
+
+template <typename F>
+void binary_tile(const Attrs&, const TileArgs& args) {
+  const F f;
+  float* __restrict po = args.out;
+  const float* __restrict pa = args.inputs[0];
+  const float* __restrict pb = args.inputs[1];
+  const int64_t n = args.n;
+  if (!args.scalar[0] && !args.scalar[1]) {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  } else if (!args.scalar[0]) {
+    const float vb = *pb;
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], vb);
+  } else if (!args.scalar[1]) {
+    const float va = *pa;
+    for (int64_t i = 0; i < n; ++i) po[i] = f(va, pb[i]);
+  } else {
+    std::fill_n(po, n, f(*pa, *pb));
+  }
+}
+
+const bool tile_kernels_registered = [] {
+  const std::pair<const char*, TileKernel> kernels[] = {
+      {"neg", unary_tile<Neg>},          {"abs", unary_tile<Abs>},
+      {"relu", unary_tile<Relu>},        {"clamp", unary_tile<Clamp>},
+      {"exp", unary_tile<Exp>},          {"log", unary_tile<Log>},
+      {"sqrt", unary_tile<Sqrt>},        {"rsqrt", unary_tile<Rsqrt>},
+      {"sin", unary_tile<Sin>},          {"cos", unary_tile<Cos>},
+      {"tanh", unary_tile<Tanh>},        {"sigmoid", unary_tile<Sigmoid>},
+      {"erf", unary_tile<Erf>},          {"gelu", gelu_tile},
+      {"silu", unary_tile<Silu>},        {"softplus", unary_tile<Softplus>},
+      {"add", binary_tile<Add>},         {"sub", binary_tile<Sub>},
+      {"mul", binary_tile<Mul>},         {"div", binary_tile<Div>},
+      {"pow", binary_tile<Pow>},         {"maximum", binary_tile<Maximum>},
+      {"minimum", binary_tile<Minimum>}, {"relu_backward", binary_tile<ReluGrad>},
+  };
+  for (const auto& [op, kernel] : kernels) register_tile_kernel(op, kernel);
+  return true;
+}();
 
 }  // namespace
 

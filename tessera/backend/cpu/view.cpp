@@ -18,7 +18,7 @@ void slice_backward_kernel(KernelContext& ctx) {
   // Scatter through a strided alias of the output covering the slice.
   Strides strides = out.strides();
   strides[dim] *= step;
-  Tensor window = make_alias(out, grad.shape(), strides, start * out.strides()[dim]);
+  Tensor window = make_alias(out, grad.shape(), strides, out.offset() + start * out.strides()[dim]);
   auto loop = make_loop<2>(grad.shape(), {window.strides(), broadcast_strides(grad, grad.shape())},
                            {window.offset(), grad.offset()});
   TESSERA_DISPATCH_FLOATING(grad.dtype(), "slice_backward", [&] {

@@ -55,7 +55,7 @@ Graph simplify_algebra(const Graph& graph) {
   bool writes = false;
   for (const Node& node : graph.nodes()) writes = writes || !node.op->writes.empty();
   std::vector<bool> is_output(graph.values().size(), false);
-  for (int output : graph.outputs()) is_output[static_cast<size_t>(output)] = true;
+  for (int output : graph.escaping()) is_output[static_cast<size_t>(output)] = true;
   auto may_forward = [&](const Node& node) {
     return !writes && !is_output[static_cast<size_t>(node.outputs[0])];
   };

@@ -6,7 +6,7 @@ Graph eliminate_dead_code(const Graph& graph) {
   const size_t num_nodes = graph.nodes().size();
   std::vector<bool> needed_value(graph.values().size(), false);
   std::vector<bool> keep(num_nodes, false);
-  for (int output : graph.outputs()) needed_value[static_cast<size_t>(output)] = true;
+  for (int output : graph.escaping()) needed_value[static_cast<size_t>(output)] = true;
   // Backwards: a node is kept when one of its outputs is needed or it has
   // side effects; then everything it reads is needed.
   for (size_t n = num_nodes; n-- > 0;) {

@@ -3,6 +3,7 @@
 // Graph passes: each takes a graph and returns the rewritten one, so a
 // test can print the IR before and after. One file each in this folder.
 
+#include <string>
 #include <vector>
 
 #include "tessera/graph/ir.h"
@@ -33,6 +34,58 @@ Graph eliminate_common_subexpressions(const Graph& graph);
 // a graph output, so no tensor eager code kept apart becomes shared. Run
 // dead-code elimination after it to drop what no longer has readers.
 Graph simplify_algebra(const Graph& graph);
+
+// Fuses runs of consecutive elementwise nodes of one output shape (f32 on
+// the CPU, operands of that shape or single elements) into one
+// fused_elementwise node that runs them tile by tile (graph/fused.h). Nodes
+// between them that need none of their values and have no side effects
+// move before the group. Only the values read after the group, or
+// returned, are written to memory (passes/elementwise_fusion.cpp).
+Graph fuse_elementwise(const Graph& graph);
+
+// Evaluates, once at compile time, the nodes whose inputs are all
+// constants (a full() of a number, arithmetic on numbers) and whose results
+// are small, and makes their results constants (passes/constant_folding.cpp).
+// Nodes with side effects are left alone.
+Graph fold_constants(const Graph& graph);
+
+// Where the values a run makes live (passes/memory_planning.cpp): one arena
+// per run holds every CPU tensor a node makes that no caller sees after
+// the run, at offsets whose lifetimes (from the node that makes the value
+// to the last node that reads it or a view of it) never overlap. Two
+// placement orders are tried and the smaller arena kept.
+struct MemoryPlan {
+  std::vector<int64_t> offsets;  // per value: byte offset in the arena, or -1
+  int64_t arena_bytes = 0;       // the planned peak
+  int64_t lower_bound = 0;       // the most bytes live at one node
+  int64_t unplanned_bytes = 0;   // the same values without any reuse
+  std::string heuristic;         // the placement that won
+  // "arena 1.50 MiB (largest first, best fit); lower bound 1.50 MiB (gap 0.0%); ..."
+  std::string str() const;
+};
+MemoryPlan plan_memory(const Graph& graph);
+
+// Copies a graph's inputs, variables and constants into a new graph, then
+// the nodes a pass copies or adds, renumbering values; finish() adds the
+// outputs, gradient writes and host state of the original, read through
+// the new numbering. The passes build on it.
+class GraphCopier {
+ public:
+  explicit GraphCopier(const Graph& from);
+  // The new id of an old value (raises when its producer was not copied).
+  int mapped(int old_id) const;
+  bool has(int old_id) const { return id_.at(static_cast<size_t>(old_id)) >= 0; }
+  void map(int old_id, int new_id) { id_.at(static_cast<size_t>(old_id)) = new_id; }
+  // Copies node n, reading `inputs` (old ids; its own when empty).
+  void copy_node(int n, const std::vector<int>& inputs = {});
+  Graph& out() { return out_; }
+  Graph finish();
+
+ private:
+  const Graph& from_;
+  Graph out_;
+  std::vector<int> id_;
+};
 
 // The graph with only the nodes `keep` marks, and every read of value v
 // replaced by `replacement[v]` (its own id when not replaced). A non-empty

@@ -7,6 +7,45 @@ bool has_side_effects(const Node& node) {
          node.op->kind == OpKind::collective;
 }
 
+GraphCopier::GraphCopier(const Graph& from) : from_(from), id_(from.values().size(), -1) {
+  for (int input : from.inputs()) map(input, out_.add_input(from.value(input).meta));
+  for (const Variable& variable : from.variables()) {
+    map(variable.value, out_.add_variable(variable.tensor, variable.grad_of));
+  }
+  for (const auto& [value, tensor] : from.constants()) map(value, out_.add_constant(tensor));
+}
+
+int GraphCopier::mapped(int old_id) const {
+  const int id = id_.at(static_cast<size_t>(old_id));
+  TESSERA_CHECK(id >= 0, "[graph] value %", old_id, " is read but its producer was removed");
+  return id;
+}
+
+void GraphCopier::copy_node(int n, const std::vector<int>& inputs) {
+  const Node& node = from_.nodes().at(static_cast<size_t>(n));
+  std::vector<int> ids;
+  for (int input : inputs.empty() ? node.inputs : inputs) ids.push_back(mapped(input));
+  MetaVector metas;
+  for (int output : node.outputs) metas.push_back(from_.value(output).meta);
+  const int added =
+      node.fused ? out_.add_fused_node(node.fused, ids, metas)
+                 : out_.add_node(*node.op, node.attrs, ids, metas, node.random_count, node.draw);
+  for (const auto& refresh : node.refresh) out_.add_refresh(added, refresh);
+  const std::vector<int>& outputs = out_.nodes()[static_cast<size_t>(added)].outputs;
+  for (size_t o = 0; o < outputs.size(); ++o) map(node.outputs[o], outputs[o]);
+}
+
+Graph GraphCopier::finish() {
+  std::vector<int> outputs;
+  for (int output : from_.outputs()) outputs.push_back(mapped(output));
+  out_.set_outputs(std::move(outputs));
+  for (const GradWrite& write : from_.grad_writes()) {
+    out_.add_grad_write(write.leaf, write.value >= 0 ? mapped(write.value) : -1);
+  }
+  out_.host() = from_.host();
+  return std::move(out_);
+}
+
 Graph rebuild(const Graph& graph, const std::vector<bool>& keep,
               const std::vector<int>& replacement,
               const std::vector<std::vector<int>>& node_inputs) {
@@ -17,42 +56,25 @@ Graph rebuild(const Graph& graph, const std::vector<bool>& keep,
   TESSERA_CHECK(node_inputs.empty() || node_inputs.size() == graph.nodes().size(),
                 "[graph::rebuild] got new inputs for ", node_inputs.size(), " nodes of ",
                 graph.nodes().size());
-  Graph out;
-  std::vector<int> id(graph.values().size(), -1);  // old value id -> new
-  auto resolve = [&](int value) {
-    int target = replacement[static_cast<size_t>(value)];
-    const int mapped = id[static_cast<size_t>(target)];
-    TESSERA_CHECK(mapped >= 0, "[graph::rebuild] value %", value, " is read but its producer ",
-                  "was removed");
-    return mapped;
-  };
-  for (int input : graph.inputs()) {
-    id[static_cast<size_t>(input)] = out.add_input(graph.value(input).meta);
-  }
-  for (const Variable& variable : graph.variables()) {
-    id[static_cast<size_t>(variable.value)] = out.add_variable(variable.tensor);
-  }
-  for (const auto& [value, tensor] : graph.constants()) {
-    id[static_cast<size_t>(value)] = out.add_constant(tensor);
-  }
+  GraphCopier copier(graph);
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     if (!keep[n]) continue;
     const Node& node = graph.nodes()[n];
     const bool rewired = !node_inputs.empty() && !node_inputs[n].empty();
     std::vector<int> inputs;
-    for (int input : rewired ? node_inputs[n] : node.inputs) inputs.push_back(resolve(input));
-    MetaVector metas;
-    for (int output : node.outputs) metas.push_back(graph.value(output).meta);
-    const int added = out.add_node(*node.op, node.attrs, inputs, metas, node.random_count);
-    const std::vector<int>& outputs = out.nodes()[static_cast<size_t>(added)].outputs;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      id[static_cast<size_t>(node.outputs[o])] = outputs[o];
+    for (int input : rewired ? node_inputs[n] : node.inputs) {
+      inputs.push_back(replacement[static_cast<size_t>(input)]);
+    }
+    copier.copy_node(static_cast<int>(n), inputs);
+  }
+  // A replaced value is read through its replacement everywhere.
+  for (size_t v = 0; v < graph.values().size(); ++v) {
+    const int target = replacement[v];
+    if (target != static_cast<int>(v) && copier.has(target)) {
+      copier.map(static_cast<int>(v), copier.mapped(target));
     }
   }
-  std::vector<int> outputs;
-  for (int output : graph.outputs()) outputs.push_back(resolve(output));
-  out.set_outputs(std::move(outputs));
-  return out;
+  return copier.finish();
 }
 
 }  // namespace tessera::graph

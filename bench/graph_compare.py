@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Graph mode, side by side in one run: Tessera eager, Tessera compiled
+(graph::compile) and PyTorch, as ratios of medians.
+
+1. The 10-op elementwise chain on 1M floats (bench/graph_bench.cpp): the
+   compiled chain is one fused, tiled node. PyTorch runs it eagerly and
+   through torch.jit.script (its CPU fuser).
+2. Training steps (bench/train_bench.cpp --compile, bench/train_torch.py):
+   the overhead-bound small MLP (64-128-128-10, batch 32, SGD) and the MLP,
+   CNN and GPT of bench/train_compare.py. Also the peak bytes a step holds
+   beyond what lives between steps (activations and temporaries), from
+   Tessera's allocator (compiled: the arena plus what a run allocates).
+
+Every (program, setting) runs in a fresh process, alternating, --repetitions
+times; each process reports its own median. The tables print medians.
+
+Usage: python3 bench/graph_compare.py [--models small_mlp,mlp,cnn,gpt] [--repetitions 3]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build-bench")
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
+
+
+def build(folder):
+    subprocess.run(["cmake", "-S", ROOT, "-B", folder, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                    "-DTESSERA_BUILD_TESTS=OFF", "-DTESSERA_BUILD_EXAMPLES=OFF"],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", folder, "-j", "2", "--target", "train_bench", "graph_bench"],
+                   check=True)
+
+
+def run(command, env):
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"benchmark failed: {' '.join(command)}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default="small_mlp,mlp,cnn,gpt")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--build-dir", default=BUILD)
+    args = parser.parse_args()
+    folder = os.path.abspath(args.build_dir)
+    if not args.no_build:
+        build(folder)
+    env = dict(os.environ, TESSERA_NUM_THREADS=str(args.threads))
+    env.pop("OPENBLAS_CORETYPE", None)
+    threads = ["--threads", str(args.threads)]
+
+    print(f"== 10-op elementwise chain, 1M floats, {args.threads} threads, "
+          f"median of {args.repetitions} processes")
+    graph_bench = os.path.join(folder, "bench", "graph_bench")
+    torch_chain = [TORCH_PYTHON, os.path.join(ROOT, "bench", "graph_torch.py"), "chain"]
+    times = {"eager": [], "compiled": [], "torch eager": [], "torch script": []}
+    for _ in range(args.repetitions):
+        times["eager"].append(run([graph_bench, "chain", "--compile", "0"] + threads, env))
+        times["compiled"].append(run([graph_bench, "chain", "--compile", "1"] + threads, env))
+        times["torch eager"].append(run(torch_chain + ["--mode", "eager"] + threads, env))
+        times["torch script"].append(run(torch_chain + ["--mode", "script"] + threads, env))
+    med = {k: statistics.median(r["call_seconds"] for r in v) for k, v in times.items()}
+    for name, seconds in med.items():
+        print(f"{name:<14} {seconds * 1e3:8.3f} ms")
+    print(f"compiled / eager time: {med['compiled'] / med['eager']:.3f}x   "
+          f"PyTorch eager / compiled: {med['torch eager'] / med['compiled']:.2f}x   "
+          f"PyTorch script / compiled: {med['torch script'] / med['compiled']:.2f}x")
+    sys.stdout.flush()
+
+    print(f"\n== training steps, {args.threads} threads, median of {args.repetitions} processes")
+    print(f"{'model':<10} {'eager ms':>9} {'compiled ms':>12} {'PyTorch ms':>11} {'speed-up':>9} "
+          f"{'vs PyTorch':>11} {'eager MiB':>10} {'compiled MiB':>13} {'memory':>7}")
+    train_bench = os.path.join(folder, "bench", "train_bench")
+    torch_train = [TORCH_PYTHON, os.path.join(ROOT, "bench", "train_torch.py")]
+    for model in args.models.split(","):
+        steps = ["--steps", "20" if model == "small_mlp" else "5", "--rounds", "5"]
+        eager, compiled, theirs = [], [], []
+        for _ in range(args.repetitions):
+            eager.append(run([train_bench, model, "--compile", "0"] + steps + threads, env))
+            compiled.append(run([train_bench, model, "--compile", "1"] + steps + threads, env))
+            theirs.append(run(torch_train + [model] + steps + threads, env))
+
+        def median(results, key):
+            return statistics.median(r[key] for r in results)
+
+        t_eager, t_compiled = median(eager, "step_seconds"), median(compiled, "step_seconds")
+        t_torch = median(theirs, "step_seconds")
+        m_eager, m_compiled = median(eager, "step_peak_bytes"), median(compiled, "step_peak_bytes")
+        mib = 1 << 20
+        print(f"{model:<10} {t_eager * 1e3:>9.3f} {t_compiled * 1e3:>12.3f} {t_torch * 1e3:>11.3f} "
+              f"{t_eager / t_compiled:>8.2f}x {t_torch / t_compiled:>10.2f}x "
+              f"{m_eager / mib:>10.2f} {m_compiled / mib:>13.2f} "
+              f"{(m_compiled / m_eager if m_eager else float('nan')):>6.2f}x")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+#include "tessera/graph/executor.h"
+
+#include "tessera/core/grad_mode.h"
+#include "tessera/core/rng.h"
+#include "tessera/graph/fused.h"
+#include "tessera/graph/trace.h"
+
+namespace tessera::graph {
+
+namespace {
+
+bool direct_dtype(DType dtype) {
+  return dtype != DType::bf16 && dtype != DType::f16;
+}
+
+// Whether the node's values are all local CPU tensors of dtypes its kernel
+// computes in directly.
+bool local_cpu(const Graph& graph, const Node& node) {
+  auto ok = [&](int id) {
+    const TensorMeta& meta = graph.value(id).meta;
+    const bool number = meta.shape.empty();  // a 0-d CPU number joins any device
+    return !meta.is_global() && (meta.device == Device{} || number) && direct_dtype(meta.dtype);
+  };
+  for (int id : node.inputs) {
+    if (!ok(id)) return false;
+  }
+  for (int id : node.outputs) {
+    if (!ok(id) || graph.value(id).meta.device != Device{}) return false;
+  }
+  return true;
+}
+
+// A tensor over `arena`'s bytes from `offset`, with `meta`'s shape and dtype.
+Tensor arena_view(const Tensor& arena, int64_t offset, const TensorMeta& meta) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = arena.impl().storage;
+  impl->offset = offset / static_cast<int64_t>(dtype_size(meta.dtype));
+  impl->shape = meta.shape;
+  impl->strides = contiguous_strides(meta.shape);
+  impl->dtype = meta.dtype;
+  impl->device = Device{};
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+Executor::Executor(Graph graph)
+    : graph_(std::move(graph)),
+      memory_(plan_memory(graph_)),
+      storage_(graph_.values().size(), Storage::none),
+      env_(graph_.values().size()),
+      draws_(static_cast<size_t>(graph_.num_draws())) {
+  // Values a caller keeps: the outputs get new tensors every run; gradients
+  // written to leaves keep their buffers, unless the graph adds to a leaf's
+  // gradient of the last run (which would then be read and written at once).
+  bool accumulates = false;
+  for (const Variable& variable : graph_.variables()) {
+    accumulates = accumulates || variable.grad_of.defined();
+  }
+  for (const GradWrite& write : graph_.grad_writes()) {
+    if (write.value >= 0)
+      storage_[static_cast<size_t>(write.value)] = accumulates ? Storage::fresh : Storage::kept;
+  }
+  for (int id : graph_.outputs()) storage_[static_cast<size_t>(id)] = Storage::fresh;
+
+  if (memory_.arena_bytes > 0) arena_ = Tensor::empty({memory_.arena_bytes}, DType::u8);
+  for (size_t v = 0; v < graph_.values().size(); ++v) {
+    if (memory_.offsets[v] < 0) continue;
+    storage_[v] = Storage::arena;
+    env_[v] = arena_view(arena_, memory_.offsets[v], graph_.values()[v].meta);
+  }
+  for (const auto& [id, tensor] : graph_.constants()) env_[static_cast<size_t>(id)] = tensor;
+
+  for (const Node& node : graph_.nodes()) {
+    Step step;
+    step.dynamic_attrs = node.draw >= 0 || !node.op->counter_attr.empty() || !node.refresh.empty();
+    const bool direct =
+        local_cpu(graph_, node) && node.op->kind != OpKind::collective && !node.op->global_only;
+    if (node.fused) {
+      step.kind = StepKind::fused;
+    } else if (direct && node.op->view) {
+      step.kind = StepKind::view;
+    } else if (direct) {
+      const DType kernel_dtype =
+          node.op->kernel_dtype_input >= 0 && !node.inputs.empty()
+              ? graph_.value(node.inputs[static_cast<size_t>(node.op->kernel_dtype_input)])
+                    .meta.dtype
+              : graph_.value(node.outputs.at(0)).meta.dtype;
+      if (has_kernel(*node.op, DeviceType::cpu, kernel_dtype)) {
+        step.kind = StepKind::kernel;
+        step.kernel = find_kernel(*node.op, DeviceType::cpu, kernel_dtype);
+      }
+    }
+    // Outputs the plan did not place are new each run, except a view's
+    // and an in-place write's, which are their input's memory.
+    const bool aliases = (node.op->view || !node.op->writes.empty()) && !node.fused;
+    for (int output : node.outputs) {
+      Storage& storage = storage_[static_cast<size_t>(output)];
+      if (storage == Storage::none && !aliases) storage = Storage::fresh;
+    }
+    steps_.push_back(std::move(step));
+  }
+}
+
+Attrs Executor::attrs_for(const Node& node, int64_t run_index) {
+  Attrs attrs = node.attrs;
+  for (const auto& refresh : node.refresh) refresh(attrs);
+  if (node.draw >= 0) set_draw(attrs, node, draws_);
+  if (!node.op->counter_attr.empty() && run_index > 0) {
+    const std::string& counter = node.op->counter_attr;
+    attrs.set(counter, node.attrs.i(counter) + run_index);
+  }
+  return attrs;
+}
+
+Tensor Executor::output_tensor(int value) {
+  const auto v = static_cast<size_t>(value);
+  const TensorMeta& meta = graph_.values()[v].meta;
+  switch (storage_[v]) {
+    case Storage::arena:
+      return env_[v];
+    case Storage::kept:
+      if (!env_[v].defined()) env_[v] = Tensor::empty(meta.shape, meta.dtype, meta.device);
+      return env_[v];
+    default:
+      return Tensor::empty(meta.shape, meta.dtype, meta.device);
+  }
+}
+
+TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
+  TESSERA_CHECK(inputs.size() == graph_.inputs().size(), "[graph::run] the graph takes ",
+                graph_.inputs().size(), " inputs, got ", inputs.size());
+  NoGradGuard no_grad;  // the graph holds its backward already
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorMeta& expected = graph_.value(graph_.inputs()[i]).meta;
+    TESSERA_CHECK(inputs[i].shape() == expected.shape && inputs[i].dtype() == expected.dtype &&
+                      inputs[i].device() == expected.device,
+                  "[graph::run] input ", i, " is ", meta_str(inputs[i].meta()),
+                  " but the graph was traced for ", meta_str(expected));
+    env_[static_cast<size_t>(graph_.inputs()[i])] = inputs[i];
+  }
+  for (const Variable& variable : graph_.variables()) {
+    Tensor tensor = variable.tensor;
+    if (variable.grad_of.defined()) {
+      tensor = Tensor(variable.grad_of.impl().grad);
+      TESSERA_CHECK(tensor.defined(), "[graph::run] the graph adds to a leaf's gradient (shape ",
+                    shape_str(variable.grad_of.shape()), "), but the leaf has none now; ",
+                    "it had one when the graph was traced");
+    }
+    env_[static_cast<size_t>(variable.value)] = tensor;
+  }
+
+  const auto& nodes = graph_.nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    Step& step = steps_[n];
+    TensorVector args;
+    for (int id : node.inputs) args.push_back(env_[static_cast<size_t>(id)]);
+    Attrs dynamic;
+    if (step.dynamic_attrs) dynamic = attrs_for(node, run_index);
+    const Attrs& attrs = step.dynamic_attrs ? dynamic : node.attrs;
+
+    switch (step.kind) {
+      case StepKind::view: {
+        bool cached = step.view_inputs.size() == args.size() &&
+                      env_[static_cast<size_t>(node.outputs[0])].defined();
+        for (size_t i = 0; cached && i < args.size(); ++i) {
+          cached = step.view_inputs[i].impl_ptr() == args[i].impl_ptr();
+        }
+        if (!cached) {
+          Tensor view = node.op->view(args, attrs);
+          // A view op may copy (reshape of a strided tensor): only a true
+          // alias stays valid for the next run.
+          const bool alias = view.impl().storage == args[0].impl().storage;
+          env_[static_cast<size_t>(node.outputs[0])] = std::move(view);
+          step.view_inputs = alias ? args : TensorVector();
+        }
+        break;
+      }
+      case StepKind::fused: {
+        TensorVector outputs;
+        for (int output : node.outputs) outputs.push_back(output_tensor(output));
+        run_fused_into(*node.fused, args, outputs);
+        for (size_t o = 0; o < outputs.size(); ++o)
+          env_[static_cast<size_t>(node.outputs[o])] = outputs[o];
+        break;
+      }
+      case StepKind::kernel: {
+        TensorVector outputs;
+        if (!node.op->writes.empty()) {
+          for (int w : node.op->writes) outputs.push_back(args[static_cast<size_t>(w)]);
+        } else {
+          for (int output : node.outputs) outputs.push_back(output_tensor(output));
+        }
+        if (node.op->contiguous_inputs) {
+          for (Tensor& arg : args) {
+            if (!arg.is_contiguous()) arg = arg.contiguous();
+          }
+        }
+        Workspace workspace(Device{});
+        KernelContext context{*node.op, args, outputs, attrs, workspace, Stream{Device{}}};
+        step.kernel(context);
+        if (!node.op->writes.empty()) {
+          for (const Tensor& written : outputs) written.bump_version();
+        }
+        for (size_t o = 0; o < outputs.size(); ++o)
+          env_[static_cast<size_t>(node.outputs[o])] = outputs[o];
+        break;
+      }
+      case StepKind::dispatch: {
+        const TensorVector results = call(*node.op, args, attrs);
+        for (size_t o = 0; o < node.outputs.size(); ++o) {
+          const auto v = static_cast<size_t>(node.outputs[o]);
+          if (storage_[v] == Storage::arena) {
+            env_[v].copy_(results[o]);  // the arena tensor stays the value's
+          } else {
+            env_[v] = results[o];
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  for (const GradWrite& write : graph_.grad_writes()) {
+    write.leaf.impl().grad =
+        write.value >= 0 ? env_[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
+  }
+  if (run_index > 0) {
+    for (const auto& effect : graph_.host().effects) effect();
+  }
+  TensorVector outputs;
+  for (int id : graph_.outputs()) outputs.push_back(env_[static_cast<size_t>(id)]);
+  // Inputs and new tensors are the caller's: the executor keeps none.
+  for (int id : graph_.inputs()) env_[static_cast<size_t>(id)] = Tensor();
+  for (size_t v = 0; v < storage_.size(); ++v) {
+    if (storage_[v] == Storage::fresh) env_[v] = Tensor();
+  }
+  return outputs;
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,65 @@
+#pragma once
+
+// The executor: runs an optimised graph with everything that does not
+// change between runs worked out once (DESIGN §5). For each node it keeps
+// the kernel, and the tensors its outputs are written to:
+//
+// - values no caller sees after the run live in one arena, at the offsets
+//   the memory plan gave them (passes/memory_planning.cpp), so a run after
+//   the first allocates no tensor memory for them;
+// - gradients a run leaves on parameters get buffers of their own, kept
+//   from run to run (as PyTorch's zero_grad(set_to_none=False) would);
+// - the graph's outputs are new tensors every run, since the caller keeps
+//   them;
+// - views of tensors that do not change between runs (parameters, arena
+//   values) are made once.
+//
+// Kernels are called directly, without the dispatcher's per-call inference
+// and checks (the trace made them). Nodes the direct path does not cover
+// (collectives, global or non-CPU tensors, 16-bit floats that compute
+// widened) go through the dispatcher as the interpreter (graph::run) does.
+
+#include <memory>
+
+#include "tessera/graph/ir.h"
+#include "tessera/graph/passes/passes.h"
+
+namespace tessera::graph {
+
+class Executor {
+ public:
+  explicit Executor(Graph graph);
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // One run; `run_index` as for graph::run.
+  TensorVector run(const TensorVector& inputs, int64_t run_index);
+
+  const Graph& graph() const { return graph_; }
+  const MemoryPlan& memory() const { return memory_; }
+
+ private:
+  enum class StepKind : uint8_t { kernel, fused, view, dispatch };
+  struct Step {
+    StepKind kind = StepKind::dispatch;
+    KernelFn kernel = nullptr;
+    bool dynamic_attrs = false;  // random draws, counters, refreshed attrs
+    TensorVector view_inputs;    // the inputs the cached view was made from
+  };
+  // How a node output's tensor is made: in the arena, a buffer kept between
+  // runs, or a new tensor each run.
+  enum class Storage : uint8_t { arena, kept, fresh, none };
+
+  Attrs attrs_for(const Node& node, int64_t run_index);
+  Tensor output_tensor(int value);
+
+  Graph graph_;
+  MemoryPlan memory_;
+  std::vector<Step> steps_;
+  std::vector<Storage> storage_;  // per value
+  std::vector<Tensor> env_;       // per value: its tensor in the current run
+  Tensor arena_;
+  std::vector<std::pair<int64_t, int64_t>> draws_;  // this run's (seed, offset) by draw
+};
+
+}  // namespace tessera::graph

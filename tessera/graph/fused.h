@@ -1,0 +1,30 @@
+#pragma once
+
+// Running a fused elementwise node (graph/ir.h FusedProgram): the chain of
+// ops runs tile by tile over the output, each op through its tile kernel
+// (ops/tile_kernels.h), so intermediates live in a cache-sized scratch
+// buffer and only the node's outputs are written to memory.
+
+#include "tessera/graph/ir.h"
+
+namespace tessera::graph {
+
+// Elements per tile: 16 KiB of f32, so a chain of a dozen steps keeps its
+// scratch within the L2 cache of one core.
+constexpr int64_t kFusedTile = 4096;
+// The most operands one step may read.
+constexpr size_t kMaxOperands = 4;
+
+// Whether a node of `op` on these metas can be a step of a fused program:
+// a tile kernel exists, and every operand is f32 on the CPU with the
+// output's shape or a single element.
+bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs);
+
+// Runs `program` on `inputs`; the outputs get `outputs`' metas.
+TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,
+                       const MetaVector& outputs);
+// The same into contiguous tensors the caller made (the executor's arena).
+void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
+                    const TensorVector& outputs);
+
+}  // namespace tessera::graph

@@ -1,0 +1,147 @@
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "tessera/graph/passes/passes.h"
+
+namespace tessera::graph {
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+struct Interval {
+  int value;
+  int64_t bytes;
+  int first, last;  // node indices, inclusive
+};
+
+// Places every interval at the lowest offset where it overlaps no placed
+// interval that is live at the same time, visiting them in `order`.
+int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>& order,
+              std::vector<int64_t>& offsets) {
+  std::vector<size_t> placed;
+  int64_t peak = 0;
+  for (size_t i : order) {
+    const Interval& it = intervals[i];
+    // The blocks already placed that live at the same time, by offset.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t j : placed) {
+      const Interval& other = intervals[j];
+      if (other.first <= it.last && it.first <= other.last) {
+        busy.emplace_back(offsets[j], offsets[j] + other.bytes);
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    // Best fit: the smallest gap that holds it, else the end.
+    int64_t best = -1, best_gap = 0, cursor = 0;
+    for (const auto& [begin, end] : busy) {
+      const int64_t gap = begin - cursor;
+      if (gap >= it.bytes && (best < 0 || gap < best_gap)) {
+        best = cursor;
+        best_gap = gap;
+      }
+      cursor = std::max(cursor, end);
+    }
+    offsets[i] = best >= 0 ? best : cursor;
+    peak = std::max(peak, offsets[i] + it.bytes);
+    placed.push_back(i);
+  }
+  return peak;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& graph) {
+  const size_t num_values = graph.values().size();
+  const auto& nodes = graph.nodes();
+  MemoryPlan plan;
+  plan.offsets.assign(num_values, -1);
+
+  // Every value's root: the value whose memory it is (a view's or an
+  // in-place write's output is its input's memory).
+  std::vector<int> root(num_values);
+  std::iota(root.begin(), root.end(), 0);
+  std::vector<int> last_use(num_values, -1);
+  std::vector<bool> escapes(num_values, false);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    if (node.op->view && !node.fused) {
+      root[static_cast<size_t>(node.outputs[0])] = root[static_cast<size_t>(node.inputs[0])];
+    }
+    for (size_t o = 0; o < node.op->writes.size() && !node.fused; ++o) {
+      const int written = node.inputs.at(static_cast<size_t>(node.op->writes[o]));
+      root[static_cast<size_t>(node.outputs[o])] = root[static_cast<size_t>(written)];
+    }
+    for (int input : node.inputs) {
+      int& last = last_use[static_cast<size_t>(root[static_cast<size_t>(input)])];
+      last = std::max(last, static_cast<int>(n));
+    }
+  }
+  for (int id : graph.escaping())
+    escapes[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+
+  // The arena holds the outputs of nodes that make new tensors on the CPU
+  // and that no caller sees after the run.
+  std::vector<Interval> intervals;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    if ((node.op->view || !node.op->writes.empty()) && !node.fused) continue;
+    if (node.op->kind == OpKind::collective) continue;
+    for (int output : node.outputs) {
+      const auto v = static_cast<size_t>(output);
+      const TensorMeta& meta = graph.value(output).meta;
+      if (root[v] != output || escapes[v] || meta.is_global() || meta.device != Device{}) continue;
+      const int64_t bytes =
+          aligned(numel(meta.shape) * static_cast<int64_t>(dtype_size(meta.dtype)));
+      if (bytes == 0) continue;
+      const int last = std::max(last_use[v], static_cast<int>(n));
+      intervals.push_back({output, bytes, static_cast<int>(n), last});
+    }
+  }
+
+  // The bound no placement can beat: the most bytes live at one node.
+  std::vector<int64_t> live(nodes.size() + 1, 0);
+  for (const Interval& it : intervals) {
+    for (int n = it.first; n <= it.last; ++n) live[static_cast<size_t>(n)] += it.bytes;
+  }
+  plan.lower_bound = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+  for (const Interval& it : intervals) plan.unplanned_bytes += it.bytes;
+
+  // Two orders of placement; the smaller arena wins.
+  std::vector<size_t> by_size(intervals.size()), by_start(intervals.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; });
+  std::vector<int64_t> size_offsets(intervals.size()), start_offsets(intervals.size());
+  const int64_t size_peak = place(intervals, by_size, size_offsets);
+  const int64_t start_peak = place(intervals, by_start, start_offsets);
+  const bool size_wins = size_peak <= start_peak;
+  plan.arena_bytes = size_wins ? size_peak : start_peak;
+  plan.heuristic = size_wins ? "largest first, best fit" : "in execution order, best fit";
+  const std::vector<int64_t>& offsets = size_wins ? size_offsets : start_offsets;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    plan.offsets[static_cast<size_t>(intervals[i].value)] = offsets[i];
+  }
+  return plan;
+}
+
+std::string MemoryPlan::str() const {
+  auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "arena %.2f MiB (%s); lower bound %.2f MiB (gap %.1f%%); without reuse %.2f MiB",
+                mib(arena_bytes), heuristic.c_str(), mib(lower_bound),
+                lower_bound > 0 ? 100.0 * static_cast<double>(arena_bytes - lower_bound) /
+                                      static_cast<double>(lower_bound)
+                                : 0.0,
+                mib(unplanned_bytes));
+  return text;
+}
+
+}  // namespace tessera::graph
