@@ -7,9 +7,10 @@
    through torch.jit.script (its CPU fuser).
 2. Training steps (bench/train_bench.cpp --compile, bench/train_torch.py):
    the overhead-bound small MLP (64-128-128-10, batch 32, SGD) and the MLP,
-   CNN and GPT of bench/train_compare.py. Also the peak bytes a step holds
-   beyond what lives between steps (activations and temporaries), from
-   Tessera's allocator (compiled: the arena plus what a run allocates).
+   CNN and GPT of bench/train_compare.py. Also the most bytes Tessera's
+   allocator held during the steps, less the parameters and the optimizer's
+   state: the gradients, activations and temporaries (compiled: the arena,
+   the gradient buffers and what a run allocates).
 
 Every (program, setting) runs in a fresh process, alternating, --repetitions
 times; each process reports its own median. The tables print medians.
@@ -79,6 +80,8 @@ def main():
     print(f"\n== training steps, {args.threads} threads, median of {args.repetitions} processes")
     print(f"{'model':<10} {'eager ms':>9} {'compiled ms':>12} {'PyTorch ms':>11} {'speed-up':>9} "
           f"{'vs PyTorch':>11} {'eager MiB':>10} {'compiled MiB':>13} {'memory':>7}")
+    print("(speed-up: eager / compiled time; vs PyTorch: PyTorch eager / Tessera compiled;\n"
+          " MiB: gradients + activations + temporaries at the peak; memory: compiled / eager)")
     train_bench = os.path.join(folder, "bench", "train_bench")
     torch_train = [TORCH_PYTHON, os.path.join(ROOT, "bench", "train_torch.py")]
     for model in args.models.split(","):

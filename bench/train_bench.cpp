@@ -143,7 +143,6 @@ int main(int argc, char** argv) {
   };
   for (int i = 0; i < 3; ++i) step();
   CpuAllocator::instance().reset_peak();
-  const int64_t held_before = CpuAllocator::instance().stats().current_bytes;
   std::vector<double> times;
   for (int r = 0; r < rounds; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -153,12 +152,18 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   const int64_t peak = peak_rss_bytes();
-  // Bytes the steps held at their peak beyond what lived between steps
-  // (parameters, gradients, optimizer state): the activations and temporaries.
-  // A compiled step's arena lives between steps too (made when it compiled):
-  // its bytes count as the step's.
-  const int64_t arena = compiled ? compiled_step.last_memory_plan().arena_bytes : 0;
-  const int64_t step_peak = CpuAllocator::instance().stats().peak_bytes - held_before + arena;
+  // The most bytes the steps held at once, less the model's state (the
+  // parameters and the optimizer's buffers, the same in every mode): the
+  // gradients, activations and temporaries. A compiled step's arena and
+  // gradient buffers are in it, held since it compiled.
+  int64_t state_bytes = 0;
+  for (const Tensor& p : w.model->parameters())
+    state_bytes += p.numel() * static_cast<int64_t>(dtype_size(p.dtype()));
+  for (const auto& [key, value] : w.optimizer->state_dict()) {
+    if (key.rfind("state.", 0) == 0)
+      state_bytes += value.numel() * static_cast<int64_t>(dtype_size(value.dtype()));
+  }
+  const int64_t step_peak = CpuAllocator::instance().stats().peak_bytes - state_bytes;
   std::printf(
       "{\"framework\": \"tessera\", \"model\": \"%s\", \"batch\": %lld, \"step_seconds\": %.9f, "
       "\"peak_rss\": %lld, \"peak_rss_growth\": %lld, \"step_peak_bytes\": %lld, "

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <string_view>
 
@@ -100,13 +102,17 @@ void GraphDump::write(const std::string& stage, const Graph& graph) {
   }
 }
 
-Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
-  for (const std::string& name : disabled) {
+void check_pass_names(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
     if (std::find(pass_names().begin(), pass_names().end(), name) != pass_names().end()) continue;
     std::string valid;
     for (const std::string& pass : pass_names()) valid += (valid.empty() ? "" : ", ") + pass;
     TESSERA_FAIL("[graph::compile] unknown pass '", name, "'; valid: ", valid);
   }
+}
+
+Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
+  check_pass_names(disabled);
   GraphDump dump;
   dump.write("traced", graph);
   Graph out = graph;
@@ -121,7 +127,7 @@ Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
 CompiledFunction::CompiledFunction(TracedFn fn, CompileOptions options)
     : fn_(std::move(fn)), options_(std::move(options)) {
   TESSERA_CHECK(fn_ != nullptr, "[graph::compile] needs a function");
-  (void)run_passes(Graph(), options_.disabled_passes);  // checks the pass names now
+  check_pass_names(options_.disabled_passes);
 }
 
 const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inputs) {
@@ -176,12 +182,15 @@ TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
 
 CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signature,
                                                       const TensorVector& inputs) {
+  const auto start = std::chrono::steady_clock::now();
   Plan plan{signature,
             std::make_shared<Executor>(run_passes(trace(fn_, inputs), options_.disabled_passes))};
   if (explain()) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "[graph::compile] compile " << compiles_ + 1 << ": "
-              << plan.executor->graph().nodes().size() << " nodes; "
-              << plan.executor->memory().str() << "\n";
+              << plan.executor->graph().nodes().size() << " nodes in " << std::fixed
+              << std::setprecision(1) << ms << " ms; " << plan.executor->memory().str() << "\n";
   }
   return plan;
 }

@@ -58,6 +58,8 @@ class GraphDump {
 
 // The passes compile runs, in order.
 const std::vector<std::string>& pass_names();
+// Raises an error listing the valid names if one of `names` is not a pass.
+void check_pass_names(const std::vector<std::string>& names);
 // Runs every pass not disabled; an unknown name is an error listing the
 // valid ones.
 Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled = {});

@@ -57,11 +57,17 @@ Executor::Executor(Graph graph)
   for (const Variable& variable : graph_.variables()) {
     accumulates = accumulates || variable.grad_of.defined();
   }
+  // A gradient is often a view (a transpose of a matmul's output): the
+  // buffer kept is its root's.
   for (const GradWrite& write : graph_.grad_writes()) {
-    if (write.value >= 0)
-      storage_[static_cast<size_t>(write.value)] = accumulates ? Storage::fresh : Storage::kept;
+    if (write.value < 0) continue;
+    const int root = memory_.roots[static_cast<size_t>(write.value)];
+    if (graph_.value(root).kind != ValueKind::node) continue;
+    storage_[static_cast<size_t>(root)] = accumulates ? Storage::fresh : Storage::kept;
   }
-  for (int id : graph_.outputs()) storage_[static_cast<size_t>(id)] = Storage::fresh;
+  for (int id : graph_.outputs()) {
+    storage_[static_cast<size_t>(memory_.roots[static_cast<size_t>(id)])] = Storage::fresh;
+  }
 
   if (memory_.arena_bytes > 0) arena_ = Tensor::empty({memory_.arena_bytes}, DType::u8);
   for (size_t v = 0; v < graph_.values().size(); ++v) {

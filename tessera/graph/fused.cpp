@@ -24,6 +24,39 @@ bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& output
   return true;
 }
 
+void assign_scratch(FusedProgram& program) {
+  const size_t steps = program.steps.size();
+  std::vector<bool> is_result(steps, false);
+  for (int result : program.results) is_result[static_cast<size_t>(result)] = true;
+  std::vector<size_t> last_read(steps, 0);
+  for (size_t s = 0; s < steps; ++s) {
+    for (int operand : program.steps[s].operands) {
+      if (operand >= program.num_inputs)
+        last_read[static_cast<size_t>(operand - program.num_inputs)] = s;
+    }
+  }
+  program.scratch_slot.assign(steps, -1);
+  program.num_slots = 0;
+  std::vector<int> free_slots;
+  std::vector<std::vector<int>> freed_after(steps);  // slots free once step s has run
+  for (size_t s = 0; s < steps; ++s) {
+    if (!is_result[s]) {
+      int slot = -1;
+      if (!free_slots.empty()) {
+        slot = free_slots.back();
+        free_slots.pop_back();
+      } else {
+        slot = program.num_slots++;
+      }
+      program.scratch_slot[s] = slot;
+      freed_after[std::max(last_read[s], s)].push_back(slot);
+    }
+    // A step never writes a tile it reads: the slots its operands held
+    // come free only after it.
+    for (int slot : freed_after[s]) free_slots.push_back(slot);
+  }
+}
+
 TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,
                        const MetaVector& outputs) {
   TensorVector results;
@@ -39,6 +72,8 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
                     results.size() == program.results.size(),
                 "[fused_elementwise] the program takes ", program.num_inputs, " inputs and makes ",
                 program.results.size(), " outputs, got ", inputs.size(), " and ", results.size());
+  TESSERA_CHECK(program.scratch_slot.size() == program.steps.size(), "[fused_elementwise] ",
+                "the program has no scratch plan (assign_scratch)");
   const int64_t n = results.at(0).numel();
   // Operand pointers: inputs made contiguous, and which are one element.
   TensorVector dense;
@@ -69,7 +104,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     // the outputs instead), kept between runs.
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> step_data;
-    scratch.resize(num_steps * static_cast<size_t>(kFusedTile));
+    scratch.resize(static_cast<size_t>(program.num_slots) * static_cast<size_t>(kFusedTile));
     step_data.resize(num_steps);
     const float* operands[kMaxOperands];
     bool operand_scalar[kMaxOperands];
@@ -91,7 +126,8 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
         }
         const int result = result_of_step[s];
         float* out = result >= 0 ? result_data[static_cast<size_t>(result)] + begin
-                                 : scratch.data() + s * static_cast<size_t>(kFusedTile);
+                                 : scratch.data() + static_cast<size_t>(program.scratch_slot[s]) *
+                                                        static_cast<size_t>(kFusedTile);
         kernels[s](step.attrs, {operands, operand_scalar, out, count});
         step_data[s] = out;
       }

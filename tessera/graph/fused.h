@@ -9,9 +9,9 @@
 
 namespace tessera::graph {
 
-// Elements per tile: 16 KiB of f32, so a chain of a dozen steps keeps its
-// scratch within the L2 cache of one core.
-constexpr int64_t kFusedTile = 4096;
+// Elements per tile: 8 KiB of f32, so the few scratch tiles a chain needs
+// stay in the L1 cache of one core.
+constexpr int64_t kFusedTile = 2048;
 // The most operands one step may read.
 constexpr size_t kMaxOperands = 4;
 
@@ -19,6 +19,10 @@ constexpr size_t kMaxOperands = 4;
 // a tile kernel exists, and every operand is f32 on the CPU with the
 // output's shape or a single element.
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs);
+
+// Gives each step that is not a result a scratch tile, reusing a tile once
+// no later step reads its value (a chain of any length needs two).
+void assign_scratch(FusedProgram& program);
 
 // Runs `program` on `inputs`; the outputs get `outputs`' metas.
 TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,

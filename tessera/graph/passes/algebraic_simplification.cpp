@@ -84,7 +84,9 @@ Graph simplify_algebra(const Graph& graph) {
       for (size_t d = 0; undoes && d < q.size(); ++d) {
         undoes = p[static_cast<size_t>(q[d])] == static_cast<int64_t>(d);
       }
-      if (undoes && may_forward(node)) {
+      // The double permute is a view of x already, so forwarding it shares
+      // nothing eager kept apart: only a returned value must stay its own.
+      if (undoes && !is_output[static_cast<size_t>(node.outputs[0])]) {
         replacement[static_cast<size_t>(node.outputs[0])] =
             replacement[static_cast<size_t>(inner->inputs[0])];
         keep[n] = false;

@@ -84,6 +84,7 @@ MemoryPlan plan_memory(const Graph& graph) {
   }
   for (int id : graph.escaping())
     escapes[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+  plan.roots = root;
 
   // The arena holds the outputs of nodes that make new tensors on the CPU
   // and that no caller sees after the run.

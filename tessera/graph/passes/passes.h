@@ -29,9 +29,11 @@ Graph eliminate_common_subexpressions(const Graph& graph);
 // full() operand that changes neither shape nor dtype) become x; a reshape
 // of a reshape reads the first one's input; a permute that undoes the
 // permute it reads becomes that permute's input
-// (passes/algebraic_simplification.cpp). A result is forwarded to its
-// operand only when the graph writes nothing in place and the result is not
-// a graph output, so no tensor eager code kept apart becomes shared. Run
+// (passes/algebraic_simplification.cpp). x * 1, x + 0 and x - 0 are
+// forwarded to x only when the graph writes nothing in place and the result
+// is not a graph output, so no tensor eager code kept apart becomes shared;
+// a permute that undoes a permute is a view of x already, and is forwarded
+// unless it is returned. Run
 // dead-code elimination after it to drop what no longer has readers.
 Graph simplify_algebra(const Graph& graph);
 
@@ -56,6 +58,7 @@ Graph fold_constants(const Graph& graph);
 // placement orders are tried and the smaller arena kept.
 struct MemoryPlan {
   std::vector<int64_t> offsets;  // per value: byte offset in the arena, or -1
+  std::vector<int> roots;        // per value: the value whose memory it is
   int64_t arena_bytes = 0;       // the planned peak
   int64_t lower_bound = 0;       // the most bytes live at one node
   int64_t unplanned_bytes = 0;   // the same values without any reuse
