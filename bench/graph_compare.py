@@ -24,6 +24,8 @@ import statistics
 import subprocess
 import sys
 
+from train_compare import run  # one process, its JSON line
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build-bench")
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
@@ -35,13 +37,6 @@ def build(folder):
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", folder, "-j", "2", "--target", "train_bench", "graph_bench"],
                    check=True)
-
-
-def run(command, env):
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"benchmark failed: {' '.join(command)}\n{result.stderr}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main():

@@ -79,7 +79,7 @@ Executor::Executor(Graph graph)
 
   for (const Node& node : graph_.nodes()) {
     Step step;
-    step.dynamic_attrs = node.draw >= 0 || !node.op->counter_attr.empty() || !node.refresh.empty();
+    step.dynamic_attrs = has_run_attrs(node);
     const bool direct =
         local_cpu(graph_, node) && node.op->kind != OpKind::collective && !node.op->global_only;
     if (node.fused) {
@@ -108,17 +108,6 @@ Executor::Executor(Graph graph)
   }
 }
 
-Attrs Executor::attrs_for(const Node& node, int64_t run_index) {
-  Attrs attrs = node.attrs;
-  for (const auto& refresh : node.refresh) refresh(attrs);
-  if (node.draw >= 0) set_draw(attrs, node, draws_);
-  if (!node.op->counter_attr.empty() && run_index > 0) {
-    const std::string& counter = node.op->counter_attr;
-    attrs.set(counter, node.attrs.i(counter) + run_index);
-  }
-  return attrs;
-}
-
 Tensor Executor::output_tensor(int value) {
   const auto v = static_cast<size_t>(value);
   const TensorMeta& meta = graph_.values()[v].meta;
@@ -134,27 +123,8 @@ Tensor Executor::output_tensor(int value) {
 }
 
 TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
-  TESSERA_CHECK(inputs.size() == graph_.inputs().size(), "[graph::run] the graph takes ",
-                graph_.inputs().size(), " inputs, got ", inputs.size());
   NoGradGuard no_grad;  // the graph holds its backward already
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorMeta& expected = graph_.value(graph_.inputs()[i]).meta;
-    TESSERA_CHECK(inputs[i].shape() == expected.shape && inputs[i].dtype() == expected.dtype &&
-                      inputs[i].device() == expected.device,
-                  "[graph::run] input ", i, " is ", meta_str(inputs[i].meta()),
-                  " but the graph was traced for ", meta_str(expected));
-    env_[static_cast<size_t>(graph_.inputs()[i])] = inputs[i];
-  }
-  for (const Variable& variable : graph_.variables()) {
-    Tensor tensor = variable.tensor;
-    if (variable.grad_of.defined()) {
-      tensor = Tensor(variable.grad_of.impl().grad);
-      TESSERA_CHECK(tensor.defined(), "[graph::run] the graph adds to a leaf's gradient (shape ",
-                    shape_str(variable.grad_of.shape()), "), but the leaf has none now; ",
-                    "it had one when the graph was traced");
-    }
-    env_[static_cast<size_t>(variable.value)] = tensor;
-  }
+  bind_inputs(graph_, inputs, env_);
 
   const auto& nodes = graph_.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -163,7 +133,7 @@ TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
     TensorVector args;
     for (int id : node.inputs) args.push_back(env_[static_cast<size_t>(id)]);
     Attrs dynamic;
-    if (step.dynamic_attrs) dynamic = attrs_for(node, run_index);
+    if (step.dynamic_attrs) dynamic = run_attrs(node, run_index, draws_);
     const Attrs& attrs = step.dynamic_attrs ? dynamic : node.attrs;
 
     switch (step.kind) {
@@ -228,13 +198,7 @@ TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
     }
   }
 
-  for (const GradWrite& write : graph_.grad_writes()) {
-    write.leaf.impl().grad =
-        write.value >= 0 ? env_[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
-  }
-  if (run_index > 0) {
-    for (const auto& effect : graph_.host().effects) effect();
-  }
+  finish_run(graph_, env_, run_index);
   TensorVector outputs;
   for (int id : graph_.outputs()) outputs.push_back(env_[static_cast<size_t>(id)]);
   // Inputs and new tensors are the caller's: the executor keeps none.

@@ -23,6 +23,7 @@
 
 #include "tessera/graph/ir.h"
 #include "tessera/graph/passes/passes.h"
+#include "tessera/graph/trace.h"
 
 namespace tessera::graph {
 
@@ -50,7 +51,6 @@ class Executor {
   // runs, or a new tensor each run.
   enum class Storage : uint8_t { arena, kept, fresh, none };
 
-  Attrs attrs_for(const Node& node, int64_t run_index);
   Tensor output_tensor(int value);
 
   Graph graph_;
@@ -59,7 +59,7 @@ class Executor {
   std::vector<Storage> storage_;  // per value
   std::vector<Tensor> env_;       // per value: its tensor in the current run
   Tensor arena_;
-  std::vector<std::pair<int64_t, int64_t>> draws_;  // this run's (seed, offset) by draw
+  Draws draws_;
 };
 
 }  // namespace tessera::graph

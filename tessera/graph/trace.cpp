@@ -239,22 +239,42 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
   return graph;
 }
 
-void set_draw(Attrs& attrs, const Node& node, std::vector<std::pair<int64_t, int64_t>>& draws) {
-  auto& [seed, offset] = draws.at(static_cast<size_t>(node.draw));
-  if (node.random_count > 0) {
-    Generator& generator = default_generator();
-    seed = static_cast<int64_t>(generator.seed());
-    offset = static_cast<int64_t>(generator.reserve(node.random_count));
-  }
-  attrs.set("seed", seed).set("offset", offset);
+bool has_run_attrs(const Node& node) {
+  return node.draw >= 0 || !node.op->counter_attr.empty() || !node.refresh.empty();
 }
 
-TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index) {
+Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws) {
+  Attrs attrs = node.attrs;
+  for (const auto& refresh : node.refresh) refresh(attrs);
+  if (node.draw >= 0) {
+    auto& [seed, offset] = draws.at(static_cast<size_t>(node.draw));
+    if (node.random_count > 0) {
+      Generator& generator = default_generator();
+      seed = static_cast<int64_t>(generator.seed());
+      offset = static_cast<int64_t>(generator.reserve(node.random_count));
+    }
+    attrs.set("seed", seed).set("offset", offset);
+  }
+  if (!node.op->counter_attr.empty() && run_index > 0) {
+    const std::string& counter = node.op->counter_attr;
+    attrs.set(counter, node.attrs.i(counter) + run_index);
+  }
+  return attrs;
+}
+
+void finish_run(const Graph& graph, const std::vector<Tensor>& env, int64_t run_index) {
+  for (const GradWrite& write : graph.grad_writes()) {
+    write.leaf.impl().grad =
+        write.value >= 0 ? env[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
+  }
+  if (run_index > 0) {
+    for (const auto& effect : graph.host().effects) effect();
+  }
+}
+
+void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Tensor>& env) {
   TESSERA_CHECK(inputs.size() == graph.inputs().size(), "[graph::run] the graph takes ",
                 graph.inputs().size(), " inputs, got ", inputs.size());
-  NoGradGuard no_grad;  // the graph holds its backward already
-  std::vector<Tensor> env(graph.values().size());
-  std::vector<std::pair<int64_t, int64_t>> draws(static_cast<size_t>(graph.num_draws()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorMeta& expected = graph.value(graph.inputs()[i]).meta;
     TESSERA_CHECK(inputs[i].shape() == expected.shape && inputs[i].dtype() == expected.dtype &&
@@ -273,25 +293,24 @@ TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_ind
     }
     env[static_cast<size_t>(variable.value)] = tensor;
   }
+}
+
+TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index) {
+  NoGradGuard no_grad;  // the graph holds its backward already
+  std::vector<Tensor> env(graph.values().size());
+  Draws draws(static_cast<size_t>(graph.num_draws()));
+  bind_inputs(graph, inputs, env);
   for (const auto& [id, tensor] : graph.constants()) env[static_cast<size_t>(id)] = tensor;
   for (const Node& node : graph.nodes()) {
     TensorVector args;
     for (int id : node.inputs) args.push_back(env[static_cast<size_t>(id)]);
     TensorVector results;
-    const bool counts = !node.op->counter_attr.empty() && run_index > 0;
     if (node.fused) {
       MetaVector metas;
       for (int output : node.outputs) metas.push_back(graph.value(output).meta);
       results = run_fused(*node.fused, args, metas);
-    } else if (node.draw >= 0 || counts || !node.refresh.empty()) {
-      Attrs drawn = node.attrs;
-      for (const auto& refresh : node.refresh) refresh(drawn);
-      if (node.draw >= 0) set_draw(drawn, node, draws);
-      if (counts) {
-        const std::string& counter = node.op->counter_attr;
-        drawn.set(counter, node.attrs.i(counter) + run_index);
-      }
-      results = call(*node.op, args, drawn);
+    } else if (has_run_attrs(node)) {
+      results = call(*node.op, args, run_attrs(node, run_index, draws));
     } else {
       results = call(*node.op, args, node.attrs);
     }
@@ -299,14 +318,7 @@ TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_ind
       env[static_cast<size_t>(node.outputs[o])] = results[o];
     }
   }
-  for (const GradWrite& write : graph.grad_writes()) {
-    write.leaf.impl().grad =
-        write.value >= 0 ? env[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
-  }
-  // The trace itself made the host changes of the first run.
-  if (run_index > 0) {
-    for (const auto& effect : graph.host().effects) effect();
-  }
+  finish_run(graph, env, run_index);
   TensorVector outputs;
   for (int id : graph.outputs()) outputs.push_back(env[static_cast<size_t>(id)]);
   return outputs;

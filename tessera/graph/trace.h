@@ -30,9 +30,21 @@ Graph trace(const TracedFn& fn, const TensorVector& examples);
 // repeat them, and advance counting attrs (OpDef::counter_attr) by as much.
 TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index = 0);
 
-// Sets a random node's seed and offset for this run: a new draw reserves
-// its counters from the default generator, a replay takes its draw's
-// (`draws` holds the run's draws, by Node::draw).
-void set_draw(Attrs& attrs, const Node& node, std::vector<std::pair<int64_t, int64_t>>& draws);
+// Checks `inputs` against the graph's and puts them, and the variables'
+// tensors for this run, into `env` (by value id).
+void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Tensor>& env);
+
+// The run's draws from the generator, by Node::draw: (seed, offset).
+using Draws = std::vector<std::pair<int64_t, int64_t>>;
+// Whether a node's attrs change from run to run: a random draw, a counting
+// attr (OpDef::counter_attr) or a refreshed one (Node::refresh).
+bool has_run_attrs(const Node& node);
+// The node's attrs for run `run_index`: refreshed, counted, and for a
+// random node the seed and offset of its draw (a new draw reserves its
+// counters from the default generator now, a replay takes its draw's).
+Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws);
+// After a run: the gradients written to leaves, and (after the first run,
+// whose host changes the trace made) the host effects.
+void finish_run(const Graph& graph, const std::vector<Tensor>& env, int64_t run_index);
 
 }  // namespace tessera::graph
