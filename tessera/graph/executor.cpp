@@ -50,21 +50,9 @@ Executor::Executor(Graph graph)
       storage_(graph_.values().size(), Storage::none),
       env_(graph_.values().size()),
       draws_(static_cast<size_t>(graph_.num_draws())) {
-  // Values a caller keeps: the outputs get new tensors every run; gradients
-  // written to leaves keep their buffers, unless the graph adds to a leaf's
-  // gradient of the last run (which would then be read and written at once).
-  bool accumulates = false;
-  for (const Variable& variable : graph_.variables()) {
-    accumulates = accumulates || variable.grad_of.defined();
-  }
-  // A gradient is often a view (a transpose of a matmul's output): the
-  // buffer kept is its root's.
-  for (const GradWrite& write : graph_.grad_writes()) {
-    if (write.value < 0) continue;
-    const int root = memory_.roots[static_cast<size_t>(write.value)];
-    if (graph_.value(root).kind != ValueKind::node) continue;
-    storage_[static_cast<size_t>(root)] = accumulates ? Storage::fresh : Storage::kept;
-  }
+  // The outputs are the caller's: new tensors every run. Gradients live in
+  // the arena (passes/memory_planning.cpp), or, when the graph adds to the
+  // last run's, are new each run like any value the plan did not place.
   for (int id : graph_.outputs()) {
     storage_[static_cast<size_t>(memory_.roots[static_cast<size_t>(id)])] = Storage::fresh;
   }
@@ -113,9 +101,6 @@ Tensor Executor::output_tensor(int value) {
   const TensorMeta& meta = graph_.values()[v].meta;
   switch (storage_[v]) {
     case Storage::arena:
-      return env_[v];
-    case Storage::kept:
-      if (!env_[v].defined()) env_[v] = Tensor::empty(meta.shape, meta.dtype, meta.device);
       return env_[v];
     default:
       return Tensor::empty(meta.shape, meta.dtype, meta.device);

@@ -7,8 +7,9 @@
 // - values no caller sees after the run live in one arena, at the offsets
 //   the memory plan gave them (passes/memory_planning.cpp), so a run after
 //   the first allocates no tensor memory for them;
-// - gradients a run leaves on parameters get buffers of their own, kept
-//   from run to run (as PyTorch's zero_grad(set_to_none=False) would);
+// - so do the gradients a run leaves on parameters, which stay valid until
+//   the next run overwrites them (as PyTorch's zero_grad(set_to_none=False)
+//   reuses them);
 // - the graph's outputs are new tensors every run, since the caller keeps
 //   them;
 // - views of tensors that do not change between runs (parameters, arena
@@ -47,9 +48,9 @@ class Executor {
     bool dynamic_attrs = false;  // random draws, counters, refreshed attrs
     TensorVector view_inputs;    // the inputs the cached view was made from
   };
-  // How a node output's tensor is made: in the arena, a buffer kept between
-  // runs, or a new tensor each run.
-  enum class Storage : uint8_t { arena, kept, fresh, none };
+  // How a node output's tensor is made: in the arena, or a new tensor each
+  // run (none: a view's or an in-place write's, its input's memory).
+  enum class Storage : uint8_t { arena, fresh, none };
 
   Tensor output_tensor(int value);
 

@@ -296,8 +296,12 @@ TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   EXPECT_GT(plan.arena_bytes, 0);
   EXPECT_LT(plan.arena_bytes, plan.unplanned_bytes) << plan.str();
   EXPECT_GE(plan.arena_bytes, plan.lower_bound) << plan.str();
-  // No value a caller sees is in the arena: the loss and the gradients.
-  for (int id : traced.escaping()) EXPECT_LT(plan.offsets[static_cast<size_t>(id)], 0);
+  // The loss is the caller's, never in the arena; the gradients are, live
+  // to the end of the run.
+  for (int id : traced.outputs()) EXPECT_LT(plan.offsets[static_cast<size_t>(id)], 0);
+  for (const graph::GradWrite& write : traced.grad_writes()) {
+    EXPECT_GE(plan.offsets[static_cast<size_t>(plan.roots[static_cast<size_t>(write.value)])], 0);
+  }
   EXPECT_HAS(plan.str(), "lower bound");
   // Runs from the arena give the interpreter's values and gradients.
   graph::Executor executor(traced);

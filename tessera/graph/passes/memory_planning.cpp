@@ -82,12 +82,29 @@ MemoryPlan plan_memory(const Graph& graph) {
       last = std::max(last, static_cast<int>(n));
     }
   }
-  for (int id : graph.escaping())
-    escapes[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+  // The outputs are the caller's: never in the arena. The gradients a run
+  // leaves on parameters live in it to the end of the run (and until the
+  // next run overwrites them), so their memory can be the activations'
+  // that died before them, as eager's is; unless the graph adds to the last
+  // run's gradients, which it would then read while writing.
+  for (int id : graph.outputs()) escapes[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+  bool accumulates = false;
+  for (const Variable& variable : graph.variables()) {
+    accumulates = accumulates || variable.grad_of.defined();
+  }
+  for (const GradWrite& write : graph.grad_writes()) {
+    if (write.value < 0) continue;
+    const auto r = static_cast<size_t>(root[static_cast<size_t>(write.value)]);
+    if (accumulates) {
+      escapes[r] = true;
+    } else {
+      last_use[r] = static_cast<int>(nodes.size());
+    }
+  }
   plan.roots = root;
 
   // The arena holds the outputs of nodes that make new tensors on the CPU
-  // and that no caller sees after the run.
+  // and that no caller keeps: temporaries, and the gradients (above).
   std::vector<Interval> intervals;
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
@@ -100,7 +117,8 @@ MemoryPlan plan_memory(const Graph& graph) {
       const int64_t bytes =
           aligned(numel(meta.shape) * static_cast<int64_t>(dtype_size(meta.dtype)));
       if (bytes == 0) continue;
-      const int last = std::max(last_use[v], static_cast<int>(n));
+      const int last =
+          std::min(std::max(last_use[v], static_cast<int>(n)), static_cast<int>(nodes.size()) - 1);
       intervals.push_back({output, bytes, static_cast<int>(n), last});
     }
   }

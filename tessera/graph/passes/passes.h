@@ -52,10 +52,12 @@ Graph fuse_elementwise(const Graph& graph);
 Graph fold_constants(const Graph& graph);
 
 // Where the values a run makes live (passes/memory_planning.cpp): one arena
-// per run holds every CPU tensor a node makes that no caller sees after
-// the run, at offsets whose lifetimes (from the node that makes the value
-// to the last node that reads it or a view of it) never overlap. Two
-// placement orders are tried and the smaller arena kept.
+// per plan holds every CPU tensor a node makes except the graph's outputs,
+// at offsets whose lifetimes (from the node that makes the value to the
+// last node that reads it or a view of it) never overlap. The gradients a
+// run leaves on parameters live to its end (and stay until the next run
+// overwrites them); a graph that adds to the last run's gradients keeps
+// them out. Two placement orders are tried and the smaller arena kept.
 struct MemoryPlan {
   std::vector<int64_t> offsets;  // per value: byte offset in the arena, or -1
   std::vector<int> roots;        // per value: the value whose memory it is
