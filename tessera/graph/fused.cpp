@@ -93,8 +93,6 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
   std::vector<float*> result_data;
   for (const Tensor& result : results)
     result_data.push_back(static_cast<float*>(result.raw_data()));
-  std::vector<TileKernel> kernels;
-  for (const FusedStep& step : program.steps) kernels.push_back(tile_kernel(step.op->name));
 
   const int64_t tiles = (n + kFusedTile - 1) / kFusedTile;
   const size_t num_steps = program.steps.size();
@@ -128,7 +126,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
         float* out = result >= 0 ? result_data[static_cast<size_t>(result)] + begin
                                  : scratch.data() + static_cast<size_t>(program.scratch_slot[s]) *
                                                         static_cast<size_t>(kFusedTile);
-        kernels[s](step.attrs, {operands, operand_scalar, out, count});
+        step.kernel(step.attrs, {operands, operand_scalar, out, count});
         step_data[s] = out;
       }
     }

@@ -15,6 +15,7 @@
 
 #include "tessera/core/tensor.h"
 #include "tessera/ops/op.h"
+#include "tessera/ops/tile_kernels.h"
 
 namespace tessera::graph {
 
@@ -56,6 +57,7 @@ struct Node {
 // the node's output o.
 struct FusedStep {
   const OpDef* op = nullptr;
+  TileKernel kernel = nullptr;  // the op's tile kernel (ops/tile_kernels.h)
   Attrs attrs;
   std::vector<int> operands;
 };

@@ -26,6 +26,7 @@ void Adam::step() {
   NoGradGuard no_grad;
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const AdamOptions& opts = options(group);
+    record_options_for_graph(group);
     size_t index = first_index(group);
     for (const Tensor& param : param_group(group)) {
       ParamState& state = this->state(index++);
@@ -45,7 +46,7 @@ void Adam::step() {
                   .decoupled_weight_decay = decoupled_weight_decay_,
                   .step = ++state.step});
       record_step_for_graph(index - 1);
-      record_options_for_graph(group);
+      record_lr_for_graph(group);
     }
   }
 }

@@ -136,11 +136,16 @@ class OptimizerWithOptions : public Optimizer {
   virtual void validate(const Options& options) const = 0;
   // Under a graph trace: the update op just called reads the group's
   // learning rate afresh on every run (a scheduler changes it between
-  // steps); the graph bakes in the other options, so it compiles again once
-  // one of them changes, saying which group. Does nothing outside a trace.
-  void record_options_for_graph(size_t group) {
+  // steps). Does nothing outside a trace.
+  void record_lr_for_graph(size_t group) {
     if (!mode_active()) return;
     record_attr_refresh([this, group](Attrs& attrs) { attrs.set("lr", options_[group].lr); });
+  }
+  // Under a graph trace, once per group: the graph bakes in the options
+  // other than lr, so it compiles again once one of them changes, saying
+  // which group. Does nothing outside a trace.
+  void record_options_for_graph(size_t group) {
+    if (!mode_active()) return;
     record_guard([this, group, traced = options_[group]]() -> std::string {
       Options now = options_[group];
       now.lr = traced.lr;

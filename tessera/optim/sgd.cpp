@@ -23,6 +23,7 @@ void SGD::step() {
   NoGradGuard no_grad;
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const SGDOptions& opts = options(group);
+    record_options_for_graph(group);
     size_t index = first_index(group);
     for (const Tensor& param : param_group(group)) {
       ParamState& state = this->state(index++);
@@ -43,7 +44,7 @@ void SGD::step() {
                  .first_step = state.step == 0});
       ++state.step;
       record_step_for_graph(index - 1);
-      record_options_for_graph(group);
+      record_lr_for_graph(group);
     }
   }
 }

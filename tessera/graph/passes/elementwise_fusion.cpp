@@ -99,7 +99,7 @@ class Fuser {
     std::vector<int> result_values;  // old ids of the values that leave the group
     for (size_t s = 0; s < group.size(); ++s) {
       const Node& node = graph_.nodes()[static_cast<size_t>(group[s])];
-      FusedStep step{node.op, node.attrs, {}};
+      FusedStep step{node.op, tile_kernel(node.op->name), node.attrs, {}};
       for (int input : node.inputs) step.operands.push_back(operand_of.at(input));
       program->steps.push_back(std::move(step));
       const int value = node.outputs[0];
