@@ -3,12 +3,15 @@
 // Models: the MLP 784-1024-1024-10 (batch 256 over all ranks) or ResNet-8
 // (examples/models/resnet.h, batch 128 of 3x32x32; BatchNorm with global
 // statistics, or per-rank ones as DDP with --bn per-rank), SGD with
-// momentum. Runs under tessera-run; rank 0 prints one JSON line with the
-// median step time (of the slowest rank) and the last loss.
+// momentum; or the GPT of bench/train_bench (4 layers, d 256, batch 16 x 128
+// tokens), AdamW. With --compile 1 the whole step (forward, backward with
+// its gradient all-reduces, update) runs as a compiled graph
+// (graph::compile). Runs under tessera-run; rank 0 prints one JSON line
+// with the median step time (of the slowest rank) and the last loss.
 // bench/dp_torch.py is the PyTorch DDP twin.
 //
-//   tessera-run -n 2 ./build/bench/dp_bench [--model mlp|resnet] [--bn global|per-rank]
-//                                           [--steps 30] [--warmup 5]
+//   tessera-run -n 2 ./build/bench/dp_bench [--model mlp|resnet|gpt] [--bn global|per-rank]
+//                                           [--compile 0|1] [--steps 30] [--warmup 5]
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "examples/models/gpt.h"
 #include "examples/models/resnet.h"
 #include "tessera/tessera.h"
 
@@ -25,17 +29,20 @@ using namespace tessera;
 int main(int argc, char** argv) {
   int steps = 30, warmup = 5;
   std::string model_name = "mlp", bn = "global";
+  bool compiled = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--model") == 0) model_name = argv[i + 1];
     if (std::strcmp(argv[i], "--bn") == 0) bn = argv[i + 1];
+    if (std::strcmp(argv[i], "--compile") == 0) compiled = std::atoi(argv[i + 1]) != 0;
   }
-  if ((model_name != "mlp" && model_name != "resnet") || (bn != "global" && bn != "per-rank")) {
-    std::fprintf(stderr, "dp_bench: --model is mlp or resnet, --bn global or per-rank\n");
+  if ((model_name != "mlp" && model_name != "resnet" && model_name != "gpt") ||
+      (bn != "global" && bn != "per-rank")) {
+    std::fprintf(stderr, "dp_bench: --model is mlp, resnet or gpt, --bn global or per-rank\n");
     return 2;
   }
-  const bool resnet = model_name == "resnet";
+  const bool resnet = model_name == "resnet", gpt = model_name == "gpt";
   try {
     auto world = distributed::init_process_group();
     const Placement all = Placement::cpu(world->size());
@@ -43,6 +50,8 @@ int main(int argc, char** argv) {
     std::shared_ptr<nn::Module> model;
     if (resnet) {
       model = std::make_shared<models::ResNet>();
+    } else if (gpt) {
+      model = std::make_shared<models::GPT>(models::GPTConfig{});
     } else {
       model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
           std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
@@ -55,29 +64,62 @@ int main(int argc, char** argv) {
         if (auto* norm = dynamic_cast<nn::BatchNorm*>(&module)) norm->set_per_rank_statistics();
       });
     }
-    optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+    std::unique_ptr<optim::Optimizer> optimizer;
+    if (gpt) {
+      optimizer =
+          std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = 3e-4});
+    } else {
+      optimizer = std::make_unique<optim::SGD>(model->parameters(),
+                                               optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
+    }
     // Each rank's part of the batch, as data loaders would hand it out.
     const int64_t batch = std::getenv("DP_BENCH_BATCH") ? std::atoll(std::getenv("DP_BENCH_BATCH"))
-                                                         : (resnet ? 128 : 256);
+                                                        : (resnet ? 128
+                                                           : gpt  ? 16
+                                                                  : 256);
     const global::Range rows = global::split_range(batch, world->size(), world->rank());
     Generator gen(1 + static_cast<uint64_t>(world->rank()));
     const Shape sample = resnet ? Shape{3, 32, 32} : Shape{784};
     Shape shape{rows.size};
     shape.insert(shape.end(), sample.begin(), sample.end());
-    Tensor x = randn(shape, DType::f32, &gen).to_global(all, Sbp::split(0));
-    Tensor y = randint(0, 10, {rows.size}, DType::i64, &gen).to_global(all, Sbp::split(0));
+    Tensor x, y;
+    if (gpt) {
+      x = randint(0, 256, {rows.size, 128}, DType::i64, &gen).to_global(all, Sbp::split(0));
+      y = randint(0, 256, {rows.size, 128}, DType::i64, &gen).to_global(all, Sbp::split(0));
+    } else {
+      x = randn(shape, DType::f32, &gen).to_global(all, Sbp::split(0));
+      y = randint(0, 10, {rows.size}, DType::i64, &gen).to_global(all, Sbp::split(0));
+    }
+    auto loss_of = [gpt](const Tensor& logits, const Tensor& targets) {
+      return gpt ? cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}))
+                 : cross_entropy(logits, targets);
+    };
+    auto train_step = [&](const TensorVector& batch_in) -> TensorVector {
+      optimizer->zero_grad();
+      Tensor loss = loss_of(model->forward(batch_in[0]), batch_in[1]);
+      loss.backward();
+      optimizer->step();
+      return {loss};
+    };
+    graph::CompiledFunction compiled_step = graph::compile(train_step);
     std::vector<double> times, forward_ms, backward_ms, update_ms;
-    const bool phases = std::getenv("DP_BENCH_PHASES") != nullptr;
+    const bool phases = std::getenv("DP_BENCH_PHASES") != nullptr && !compiled;
     double loss_value = 0;
     for (int step = 0; step < warmup + steps; ++step) {
       world->barrier();
       const auto start = std::chrono::steady_clock::now();
-      optimizer.zero_grad();
-      Tensor loss = cross_entropy(model->forward(x), y);
-      const auto forward_end = std::chrono::steady_clock::now();
-      loss.backward();
-      const auto backward_end = std::chrono::steady_clock::now();
-      optimizer.step();
+      Tensor loss;
+      auto forward_end = start, backward_end = start;
+      if (compiled) {
+        loss = compiled_step({x, y})[0];
+      } else {
+        optimizer->zero_grad();
+        loss = loss_of(model->forward(x), y);
+        forward_end = std::chrono::steady_clock::now();
+        loss.backward();
+        backward_end = std::chrono::steady_clock::now();
+        optimizer->step();
+      }
       if (phases && step >= warmup) {
         const auto step_end = std::chrono::steady_clock::now();
         forward_ms.push_back(1e3 * std::chrono::duration<double>(forward_end - start).count());
@@ -102,8 +144,10 @@ int main(int argc, char** argv) {
                   backward_ms[backward_ms.size() / 2], update_ms[update_ms.size() / 2]);
     }
     if (world->rank() == 0) {
-      std::printf("{\"framework\": \"tessera\", \"ranks\": %d, \"step_ms\": %.3f, \"loss\": %.5f}\n",
-                  world->size(), 1e3 * sorted[sorted.size() / 2], loss_value);
+      std::printf(
+          "{\"framework\": \"tessera\", \"ranks\": %d, \"compiled\": %s, \"step_ms\": %.3f, "
+          "\"loss\": %.5f}\n",
+          world->size(), compiled ? "true" : "false", 1e3 * sorted[sorted.size() / 2], loss_value);
     }
     return 0;
   } catch (const std::exception& error) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data-parallel step time of the MLP and of ResNet-8 (BatchNorm), Tessera
+"""Data-parallel step time of the MLP, ResNet-8 (BatchNorm) and the GPT, Tessera
 (broadcast parameters, split batch) next to PyTorch DDP (gloo), in one run:
 alternating fresh jobs of each, medians over jobs. For ResNet-8 Tessera
 runs with global BatchNorm statistics (its default, equal to one process)
@@ -7,10 +7,11 @@ and with per-rank ones (--bn per-rank, what DDP does). Tessera runs on each tran
   gloo+shm  tessera-run, Gloo groups with shared-memory all_reduce (default)
   gloo-tcp  tessera-run with TESSERA_SHARED_MEMORY=0 (Gloo over TCP only)
   mpi       mpirun, the MPI backend (when mpirun is installed)
-Prints each median step and the ratio PyTorch time / Tessera time (above 1
-means Tessera is faster).
+and, on gloo+shm, with the whole step compiled (graph::compile). Prints each
+median step and the ratio PyTorch time / Tessera time (above 1 means Tessera
+is faster), and compiled against eager.
 
-Usage: python3 bench/dp_compare.py [--models mlp,resnet] [--jobs 5] [--ranks 2] [--steps 30]
+Usage: python3 bench/dp_compare.py [--models mlp,resnet,gpt] [--jobs 5] [--ranks 2] [--steps 30]
                                    [--build-dir build] [--no-build]
 """
 import argparse
@@ -65,6 +66,7 @@ def compare(model, args, build):
         "pytorch": launcher + [TORCH_PYTHON, os.path.join(ROOT, "bench", "dp_torch.py"),
                                "--steps", str(args.steps), "--model", model],
         "gloo+shm": launcher + bench,
+        "gloo+shm compiled": launcher + bench + ["--compile", "1"],
         "gloo-tcp": ["env", "TESSERA_SHARED_MEMORY=0"] + launcher + bench,
     }
     if model == "resnet":
@@ -82,8 +84,10 @@ def compare(model, args, build):
             times[name].append(run(command)["step_ms"])
     pytorch = statistics.median(times["pytorch"])
     title = {"mlp": "MLP 784-1024-1024-10, batch 256",
-             "resnet": "ResNet-8 (BatchNorm), batch 128 of 3x32x32"}[model]
-    print(f"data-parallel {title} over {args.ranks} ranks, SGD momentum")
+             "resnet": "ResNet-8 (BatchNorm), batch 128 of 3x32x32",
+             "gpt": "GPT (4 layers, d 256), batch 16 x 128 tokens"}[model]
+    print(f"data-parallel {title} over {args.ranks} ranks, "
+          f"{'AdamW' if model == 'gpt' else 'SGD momentum'}")
     print(f"  pytorch DDP (gloo) {pytorch:.2f} ms/step   jobs {[round(t, 2) for t in times['pytorch']]}")
     for name in commands:
         if name == "pytorch":
@@ -91,6 +95,8 @@ def compare(model, args, build):
         tessera = statistics.median(times[name])
         print(f"  tessera {name:20s} {tessera:.2f} ms/step   ratio (pytorch / tessera) "
               f"{pytorch / tessera:.2f}x   jobs {[round(t, 2) for t in times[name]]}")
+    eager, compiled = statistics.median(times["gloo+shm"]), statistics.median(times["gloo+shm compiled"])
+    print(f"  compiled / eager (gloo+shm): {eager / compiled:.2f}x the steps per second")
 
 
 if __name__ == "__main__":

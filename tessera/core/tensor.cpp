@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tessera/core/shard_trace.h"
 #include "tessera/core/work_queue.h"
 
 namespace tessera {
@@ -111,13 +112,30 @@ Tensor make_global(const Tensor& local, const Shape& shape, DType dtype,
     }
   }
   impl->dtype = dtype;
-  impl->device =
-      local.defined() && local.is_meta() ? Device::meta() : Device{placement.device_type(), 0};
+  // A meta shard makes a plan, except under a trace (core/shard_trace.h).
+  impl->device = local.defined() && local.is_meta() && !tracing_shards()
+                     ? Device::meta()
+                     : Device{placement.device_type(), 0};
   impl->global = std::make_shared<GlobalState>();
   impl->global->placement = placement;
   impl->global->sbp = sbp;
   impl->global->local = local.impl_ptr();
   return Tensor(std::move(impl));
+}
+
+namespace {
+thread_local bool shard_trace_active = false;
+}  // namespace
+
+bool tracing_shards() {
+  return shard_trace_active;
+}
+
+ShardTraceScope::ShardTraceScope() : previous_(shard_trace_active) {
+  shard_trace_active = true;
+}
+ShardTraceScope::~ShardTraceScope() {
+  shard_trace_active = previous_;
 }
 
 Tensor make_global_meta(const Shape& shape, DType dtype, const Placement& placement,

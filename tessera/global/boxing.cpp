@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/shard_trace.h"
 #include "tessera/global/collective_ops.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
@@ -131,14 +132,18 @@ Tensor run_step(const std::vector<int>& ranks, const Tensor& t, const Shape& lev
       if (to.kind == SbpKind::partial_sum && k != 0) return zeros_like(t);
       return layout_clone(t).first;
     case BoxingRoute::into_zeros: {
-      Shape full_shape = t.shape();
+      // The shard at its rows of the whole, zeros around it; made of ops
+      // (no raw copy), so a graph trace records it.
       const auto d = static_cast<size_t>(from.axis);
-      full_shape[d] = level[d];
-      Tensor out = zeros(full_shape, t.dtype());
-      std::vector<int64_t> start(t.shape().size(), 0);
-      start[d] = split_range(level[d], n, k).start;
-      write_region(out, start, t.contiguous());
-      return out;
+      const Range r = split_range(level[d], n, k);
+      Shape before = t.shape(), after = t.shape();
+      before[d] = r.start;
+      after[d] = level[d] - r.start - r.size;
+      std::vector<Tensor> parts;
+      if (before[d] > 0) parts.push_back(zeros(before, t.dtype()));
+      parts.push_back(t);
+      if (after[d] > 0) parts.push_back(zeros(after, t.dtype()));
+      return parts.size() == 1 ? t.contiguous().clone() : cat(parts, static_cast<int64_t>(d));
     }
     case BoxingRoute::slice_intersections:
       break;
@@ -624,6 +629,10 @@ Tensor run_boxing(const BoxingPlan& plan, const Tensor& x) {
   Tensor local = x.local_shard();
   for (const BoxingStep& step : plan.steps) {
     if (step.route == BoxingRoute::slice_intersections) {
+      TESSERA_CHECK(!tracing_shards(), "[to_global] converting ", shape_str(x.shape()), " ",
+                    nd_sbp_str(step.from), " to ", nd_sbp_str(plan.to_sbp), " on ",
+                    placement_str(placement), " sends slices point to point, which a graph ",
+                    "trace cannot record yet; run this conversion outside the compiled function");
       Tensor current = make_global(local, x.shape(), x.dtype(), x.placement(), step.from);
       return generic_box(current, placement, plan.to_sbp);
     }

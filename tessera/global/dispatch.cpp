@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/shard_trace.h"
 #include "tessera/distributed/spmd_check.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/choose_layout.h"
@@ -64,7 +65,7 @@ std::vector<Tensor> in_place_inputs(const OpDef& op, const std::vector<Tensor>& 
     }
     if (input.numel() == 1) continue;
     const NdSbp broadcast = global::uniform(Sbp::broadcast(), placement.ndim());
-    input = input.is_meta()
+    input = input.is_meta() && !tracing_shards()
                 ? make_global_meta(input.shape(), input.dtype(), placement, broadcast)
                 : make_global(input.detach(), input.shape(), input.dtype(), placement, broadcast);
   }
@@ -114,7 +115,8 @@ std::vector<Tensor> global_call(const OpDef& op, const std::vector<Tensor>& give
   bool meta = false;
   for (const Tensor& input : inputs) {
     metas.push_back(input.meta());
-    meta = meta || input.is_meta();
+    // Under a trace a meta tensor stands for a real one (core/shard_trace.h).
+    meta = meta || (input.is_meta() && !tracing_shards());
   }
   std::optional<distributed::SpmdScope> spmd_scope;
   const global::LayoutDecision decision = global::choose_layout(op, metas, attrs);

@@ -7,6 +7,7 @@
 #include "tessera/global/conversions.h"
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/shard_trace.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/collective_ops.h"
 #include "tessera/global/layout.h"
@@ -190,7 +191,9 @@ Shape logical_shape(const Tensor& local, const Placement& placement, const NdSbp
 Tensor from_local(const Tensor& local, const Placement& placement, const NdSbp& sbp,
                   bool broadcast_first, const Attrs& attrs) {
   global::check_layout(local.shape(), placement, sbp, "to_global");
-  if (local.is_meta()) {  // a plan: the mesh need not be this job's
+  // A plan: the mesh need not be this job's. (Under a trace the meta shard
+  // stands for this rank's real one, core/shard_trace.h.)
+  if (local.is_meta() && !tracing_shards()) {
     const TensorMeta out = from_local_op().infer({local.meta()}, attrs).at(0);
     return make_global_meta(out.shape, local.dtype(), placement, sbp);
   }

@@ -33,6 +33,7 @@
 #include "tessera/global/collective_ops.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
+#include "tessera/ops/dispatch.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
 
@@ -81,6 +82,13 @@ bool overlap_enabled() {
     return value != nullptr && std::string(value) == "1";
   }();
   return enabled;
+}
+
+// Whether gradients are reduced on the communication thread. Never under a
+// mode handler: a tracer must see the reductions on its own thread, where
+// they become nodes of its graph in the order backward issued them.
+bool overlap_thread(const distributed::Group& world) {
+  return overlap_enabled() && world.concurrent_groups() && !mode_active();
 }
 
 // Adds `value` to the leaf's gradient (or makes it the gradient).
@@ -192,7 +200,7 @@ bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradie
 bool accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
   auto world = distributed::default_group();
   if (world->size() == 1 || !gradient.is_global()) return false;
-  const bool threaded = overlap_enabled() && world->concurrent_groups();
+  const bool threaded = overlap_thread(*world);
   const Placement placement = leaf->global->placement;
   const NdSbp sbp = leaf->global->sbp;
   const int index = placement.index_of(global::world_rank());
@@ -221,7 +229,7 @@ bool accumulate_grad(const std::shared_ptr<TensorImpl>& leaf, const Tensor& grad
 
 void finish_backward(bool failed) {
   auto world = distributed::default_group();
-  const bool threaded = overlap_enabled() && world->concurrent_groups();
+  const bool threaded = overlap_thread(*world);
   // After a failure the ranks may not agree on what was filed, so nothing is
   // reduced: those gradients are dropped with the error.
   std::vector<Bucket> buckets = std::move(open_buckets);

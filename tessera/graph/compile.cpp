@@ -18,7 +18,8 @@ namespace tessera::graph {
 namespace {
 
 bool same_signature(const TensorMeta& a, const TensorMeta& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && a.device == b.device;
+  return a.shape == b.shape && a.dtype == b.dtype && a.device == b.device &&
+         a.placement == b.placement && a.sbp == b.sbp;
 }
 
 // What differs between the closest cached signature and the new one, in
@@ -42,6 +43,17 @@ std::string what_changed(const MetaVector& before, const MetaVector& now) {
     }
     if (before[i].device != now[i].device) {
       add(i, "device", device_str(before[i].device), device_str(now[i].device));
+    }
+    auto placement = [](const TensorMeta& m) {
+      return m.is_global() ? placement_str(m.placement) : std::string("local");
+    };
+    auto sbp = [](const TensorMeta& m) {
+      return m.is_global() ? nd_sbp_str(m.sbp) : std::string("local");
+    };
+    if (placement(before[i]) != placement(now[i])) {
+      add(i, "placement", placement(before[i]), placement(now[i]));
+    } else if (sbp(before[i]) != sbp(now[i])) {
+      add(i, "sbp", sbp(before[i]), sbp(now[i]));
     }
   }
   return text;

@@ -20,7 +20,8 @@
 //     return {loss};
 //   });
 //
-// Plans are cached by every input's shape, dtype and device. A call with a
+// Plans are cached by every input's shape, dtype and device, and for a
+// global input its placement and SBP. A call with a
 // new signature compiles once more, and so does one after host state the
 // plan baked in changed (an optimizer's learning rate); with
 // TESSERA_GRAPH_EXPLAIN=1 in the environment it says on stderr what

@@ -185,7 +185,10 @@ TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
 
   finish_run(graph_, env_, run_index);
   TensorVector outputs;
-  for (int id : graph_.outputs()) outputs.push_back(env_[static_cast<size_t>(id)]);
+  for (size_t o = 0; o < graph_.outputs().size(); ++o) {
+    outputs.push_back(
+        wrap_shard(env_[static_cast<size_t>(graph_.outputs()[o])], graph_.output_globals()[o]));
+  }
   // Inputs and new tensors are the caller's: the executor keeps none.
   for (int id : graph_.inputs()) env_[static_cast<size_t>(id)] = Tensor();
   for (size_t v = 0; v < storage_.size(); ++v) {

@@ -47,6 +47,13 @@ std::string ids_str(const std::vector<int>& ids) {
   return out.str();
 }
 
+// " (shard of f32[8, 16] on ranks [0, 1] as (S(0)))" for a value that is
+// this rank's shard of a global tensor; "" otherwise.
+std::string shard_str(const TensorMeta& global) {
+  if (!global.is_global()) return "";
+  return " (shard of " + meta_str(global) + ")";
+}
+
 }  // namespace
 
 const char* value_kind_name(ValueKind kind) {
@@ -76,14 +83,33 @@ int Graph::add_value(Value value) {
   return static_cast<int>(values_.size()) - 1;
 }
 
-int Graph::add_input(const TensorMeta& meta) {
-  const int id = add_value({meta, ValueKind::input});
+Tensor shard_of(const Tensor& tensor) {
+  return tensor.is_global() ? tensor.local_shard() : tensor;
+}
+
+Tensor wrap_shard(const Tensor& shard, const TensorMeta& global) {
+  if (!global.is_global()) return shard;
+  return make_global(shard, global.shape, global.dtype, global.placement, global.sbp);
+}
+
+int Graph::add_input(const TensorMeta& meta, const TensorMeta& global) {
+  Value value{meta, ValueKind::input, -1, 0, global};
+  const int id = add_value(std::move(value));
   inputs_.push_back(id);
   return id;
 }
 
 int Graph::add_variable(const Tensor& tensor, const Tensor& grad_of) {
-  const int id = add_value({tensor.meta(), ValueKind::variable});
+  Value value{tensor.meta(), ValueKind::variable, -1, 0, TensorMeta{}};
+  if (tensor.is_global()) {
+    const Tensor shard = tensor.local_shard();
+    TESSERA_CHECK(shard.defined(), "[graph::trace] a global tensor of shape ",
+                  shape_str(tensor.shape()), " on ", placement_str(tensor.placement()),
+                  " has no shard on this rank; a traced function runs on ranks of its placements");
+    value.global = value.meta;
+    value.meta = shard.meta();
+  }
+  const int id = add_value(std::move(value));
   variables_.push_back({id, tensor, grad_of});
   return id;
 }
@@ -119,10 +145,25 @@ void Graph::add_refresh(int node, std::function<void(Attrs&)> refresh) {
   nodes_[static_cast<size_t>(node)].refresh.push_back(std::move(refresh));
 }
 
-void Graph::add_grad_write(const Tensor& leaf, int value) {
+void Graph::set_outputs(std::vector<int> outputs, std::vector<TensorMeta> globals) {
+  TESSERA_CHECK(globals.empty() || globals.size() == outputs.size(), "[graph] ", globals.size(),
+                " output layouts for ", outputs.size(), " outputs");
+  globals.resize(outputs.size());
+  outputs_ = std::move(outputs);
+  output_globals_ = std::move(globals);
+}
+
+bool Graph::is_global() const {
+  auto global = [](const TensorMeta& meta) { return meta.is_global(); };
+  return std::any_of(values_.begin(), values_.end(),
+                     [&](const Value& value) { return global(value.global); }) ||
+         std::any_of(output_globals_.begin(), output_globals_.end(), global);
+}
+
+void Graph::add_grad_write(const Tensor& leaf, int value, const TensorMeta& global) {
   TESSERA_CHECK(value >= -1 && value < static_cast<int>(values_.size()), "[graph] a gradient ",
                 "write of value %", value, ", but the graph has ", values_.size(), " values");
-  grad_writes_.push_back({leaf, value});
+  grad_writes_.push_back({leaf, value, global});
 }
 
 std::vector<int> Graph::escaping() const {
@@ -134,7 +175,7 @@ std::vector<int> Graph::escaping() const {
 }
 
 int Graph::add_constant(const Tensor& tensor) {
-  const int id = add_value({tensor.meta(), ValueKind::constant});
+  const int id = add_value({tensor.meta(), ValueKind::constant, -1, 0, TensorMeta{}});
   constants_.emplace_back(id, tensor);
   return id;
 }
@@ -155,7 +196,8 @@ int Graph::add_node(const OpDef& op, const Attrs& attrs, std::vector<int> inputs
   added.draw = draw;
   num_draws_ = std::max(num_draws_, draw + 1);
   for (size_t o = 0; o < outputs.size(); ++o) {
-    added.outputs.push_back(add_value({outputs[o], ValueKind::node, node, static_cast<int>(o)}));
+    added.outputs.push_back(
+        add_value({outputs[o], ValueKind::node, node, static_cast<int>(o), TensorMeta{}}));
   }
   nodes_.push_back(std::move(added));
   return node;
@@ -165,12 +207,14 @@ std::string Graph::str() const {
   std::ostringstream out;
   out << "graph(";
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    out << (i ? ", " : "") << "%" << inputs_[i] << ": " << meta_str(value(inputs_[i]).meta);
+    out << (i ? ", " : "") << "%" << inputs_[i] << ": " << meta_str(value(inputs_[i]).meta)
+        << shard_str(value(inputs_[i]).global);
   }
   out << ") {\n";
   for (const Variable& variable : variables_) {
     out << "  %" << variable.value << ": " << meta_str(value(variable.value).meta)
-        << (variable.grad_of.defined() ? " = variable (a leaf's grad)\n" : " = variable\n");
+        << (variable.grad_of.defined() ? " = variable (a leaf's grad)" : " = variable")
+        << shard_str(value(variable.value).global) << "\n";
   }
   for (const auto& [id, tensor] : constants_) {
     out << "  %" << id << ": " << meta_str(value(id).meta) << " = constant";
@@ -188,12 +232,16 @@ std::string Graph::str() const {
   for (const GradWrite& write : grad_writes_) {
     out << "  " << meta_str(write.leaf.meta()) << " leaf .grad = ";
     if (write.value >= 0) {
-      out << "%" << write.value << "\n";
+      out << "%" << write.value << shard_str(write.global) << "\n";
     } else {
       out << "none\n";
     }
   }
-  out << "  return " << ids_str(outputs_) << "\n}\n";
+  out << "  return ";
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    out << (o ? ", %" : "%") << outputs_[o] << shard_str(output_globals_[o]);
+  }
+  out << "\n}\n";
   return out.str();
 }
 

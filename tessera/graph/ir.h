@@ -27,6 +27,10 @@ struct Value {
   ValueKind kind = ValueKind::node;
   int node = -1;   // the producing node, for ValueKind::node
   int output = 0;  // which of its outputs
+  // For an input or variable that is this rank's shard of a global tensor:
+  // that tensor's meta (logical shape, placement, SBP). A global function
+  // traces into local ops and collectives on shards, as every rank runs it.
+  TensorMeta global;
 };
 
 struct FusedProgram;
@@ -91,6 +95,8 @@ struct Variable {
 struct GradWrite {
   Tensor leaf;
   int value = -1;
+  // For a global leaf: the layout its gradient had (the value is the shard).
+  TensorMeta global;
 };
 
 // Host-side state the graph depends on (recorded by record_host_effect and
@@ -103,7 +109,10 @@ struct HostState {
 
 class Graph {
  public:
-  int add_input(const TensorMeta& meta);
+  // `meta` is the value's own (for a shard of a global input, the shard's);
+  // `global` the global tensor's it is a shard of, if any.
+  int add_input(const TensorMeta& meta, const TensorMeta& global = {});
+  // A global tensor enters as its shard on this rank.
   int add_variable(const Tensor& tensor, const Tensor& grad_of = Tensor());
   int add_constant(const Tensor& tensor);
   // Appends a node and one new value per output meta; returns the node id.
@@ -113,8 +122,10 @@ class Graph {
   // ops, for printing).
   int add_fused_node(std::shared_ptr<const FusedProgram> program, std::vector<int> inputs,
                      const MetaVector& outputs);
-  void set_outputs(std::vector<int> outputs) { outputs_ = std::move(outputs); }
-  void add_grad_write(const Tensor& leaf, int value);
+  // `globals[i]`, when given and global, is the layout output i is a shard
+  // of: a run hands the caller a global tensor around it.
+  void set_outputs(std::vector<int> outputs, std::vector<TensorMeta> globals = {});
+  void add_grad_write(const Tensor& leaf, int value, const TensorMeta& global = {});
   void add_refresh(int node, std::function<void(Attrs&)> refresh);
   HostState& host() { return host_; }
 
@@ -122,6 +133,10 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
+  // Per output: the global layout it is a shard of (an empty meta if local).
+  const std::vector<TensorMeta>& output_globals() const { return output_globals_; }
+  // Whether any input, variable or output is a shard of a global tensor.
+  bool is_global() const;
   const std::vector<Variable>& variables() const { return variables_; }
   const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
   const std::vector<GradWrite>& grad_writes() const { return grad_writes_; }
@@ -146,6 +161,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
+  std::vector<TensorMeta> output_globals_;
   std::vector<Variable> variables_;
   std::vector<std::pair<int, Tensor>> constants_;
   std::vector<GradWrite> grad_writes_;
@@ -156,5 +172,12 @@ class Graph {
 // "f32[32, 128]", with the device when it is not the CPU and the layout of
 // a global value.
 std::string meta_str(const TensorMeta& meta);
+
+// A tensor's part on this rank: a global tensor's shard, a local tensor
+// itself.
+Tensor shard_of(const Tensor& tensor);
+// `shard` wrapped as the global tensor of `global`'s layout, or `shard`
+// itself when `global` is not global.
+Tensor wrap_shard(const Tensor& shard, const TensorMeta& global);
 
 }  // namespace tessera::graph

@@ -4,12 +4,21 @@
 
 #include "tessera/core/grad_mode.h"
 #include "tessera/core/rng.h"
+#include "tessera/core/shard_trace.h"
 #include "tessera/graph/fused.h"
 #include "tessera/ops/dispatch.h"
+#include "tessera/ops/layout_attrs.h"
 
 namespace tessera::graph {
 
 namespace {
+
+// Whether `impl` is a trace's stand-in: a meta tensor, or a global tensor
+// around a meta shard (core/shard_trace.h).
+bool is_stand_in(const TensorImpl& impl) {
+  if (impl.global) return impl.global->local && impl.global->local->device.type == DeviceType::meta;
+  return impl.device.type == DeviceType::meta;
+}
 
 // Records every call on its thread as a node of `graph`; runs only the
 // inference (on meta stand-ins), never a kernel.
@@ -75,13 +84,14 @@ class Tracer final : public Handler {
       auto had = had_grad_.find(&leaf);
       const std::shared_ptr<TensorImpl> before = had != had_grad_.end() ? had->second : nullptr;
       const bool had_grad = before != nullptr;
-      if (leaf.grad && leaf.grad->device.type == DeviceType::meta) {
-        const int id = lookup(Tensor(leaf.grad));
+      if (leaf.grad && is_stand_in(*leaf.grad)) {
+        const Tensor grad(leaf.grad);
+        const int id = lookup(shard_of(grad));
         leaf.grad = before;  // the run sets the traced one
         if (!record) continue;
         TESSERA_CHECK(id >= 0, "[graph::trace] a leaf of shape ", shape_str(leaf.shape),
                       " got a gradient the tracer did not see being made");
-        graph_.add_grad_write(variable.tensor, id);
+        graph_.add_grad_write(variable.tensor, id, grad.is_global() ? grad.meta() : TensorMeta{});
       } else if (record && !leaf.grad && had_grad) {
         graph_.add_grad_write(variable.tensor, -1);
       }
@@ -90,6 +100,7 @@ class Tracer final : public Handler {
 
   TensorVector run(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) override {
     last_op_ = op.name;
+    if (is_global_call(op, inputs, attrs)) return run_global(op, inputs, attrs);
     std::vector<int> ids;
     MetaVector logical;
     TensorVector stand_ins;
@@ -119,6 +130,44 @@ class Tracer final : public Handler {
   }
 
  private:
+  static bool is_global_call(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
+    if (op.global_only || (inputs.empty() && has_layout_attrs(attrs))) return true;
+    return std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.is_global(); });
+  }
+
+  // A call on global tensors runs as eager runs it (the global layer picks
+  // the signature, boxes the inputs and calls the local op on the shards),
+  // but on stand-ins and with this tracer on the stack again: the local
+  // ops and the collectives of the boxing become the graph's nodes, in the
+  // order every rank issues them. Real global tensors (parameters, state)
+  // enter as stand-ins around variables of their shards.
+  TensorVector run_global(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
+    TensorVector traced;
+    for (const Tensor& input : inputs) {
+      traced.push_back(input.is_global() && !is_stand_in(input.impl()) ? stand_in_for(input)
+                                                                       : input);
+    }
+    HandlerScope again(*this);
+    return redispatch(op, traced, attrs);
+  }
+
+  // The stand-in of a real global tensor: a global tensor of its layout
+  // around a meta stand-in of its shard, which is a variable of the graph.
+  Tensor stand_in_for(const Tensor& global) {
+    auto known = globals_.find(global.impl_ptr().get());
+    if (known != globals_.end()) return known->second;
+    const Tensor shard = global.local_shard();
+    const int id = graph_.add_variable(global, leaf_whose_grad_is(global));
+    if (global.requires_grad()) had_grad_[&global.impl()] = global.impl().grad;
+    Tensor meta_shard = shard.to_meta();
+    bind(meta_shard, id);
+    Tensor stand_in = make_global(meta_shard, global.shape(), global.dtype(), global.placement(),
+                                  global.nd_sbp());
+    alive_.push_back(global);
+    globals_.emplace(global.impl_ptr().get(), stand_in);
+    return stand_in;
+  }
+
   int value_of(const Tensor& tensor, const OpDef& op, size_t index) {
     const int known = lookup(tensor);
     if (known >= 0) return known;
@@ -184,6 +233,8 @@ class Tracer final : public Handler {
   std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> had_grad_;
   std::unordered_map<const Storage*, std::vector<std::pair<int, Tensor>>> aliases_;
   std::unordered_map<int64_t, int> draws_;  // a traced offset -> its draw
+  // Real global tensors the function read -> their stand-ins.
+  std::unordered_map<const TensorImpl*, Tensor> globals_;
 };
 
 }  // namespace
@@ -191,13 +242,21 @@ class Tracer final : public Handler {
 Graph trace(const TracedFn& fn, const TensorVector& examples) {
   Graph graph;
   Tracer tracer(graph);
+  // Global tensors made during the trace around stand-ins are not plans.
+  ShardTraceScope shards;
   TensorVector placeholders;
   for (const Tensor& example : examples) {
     TESSERA_CHECK(example.defined(), "[graph::trace] an example input is undefined");
-    TESSERA_CHECK(!example.is_global(), "[graph::trace] example inputs are local tensors for now");
-    Tensor placeholder = Tensor::empty(example.shape(), example.dtype(), Device::meta());
-    tracer.bind(placeholder, graph.add_input(example.meta()));
-    placeholders.push_back(placeholder);
+    const Tensor shard = shard_of(example);
+    TESSERA_CHECK(shard.defined(), "[graph::trace] global input ", placeholders.size(),
+                  " has no shard on this rank; a traced function runs on ranks of its placements");
+    Tensor placeholder = Tensor::empty(shard.shape(), shard.dtype(), Device::meta());
+    tracer.bind(placeholder,
+                graph.add_input(shard.meta(), example.is_global() ? example.meta() : TensorMeta{}));
+    placeholders.push_back(example.is_global()
+                               ? make_global(placeholder, example.shape(), example.dtype(),
+                                             example.placement(), example.nd_sbp())
+                               : placeholder);
   }
   // The trace reserves counters for the random ops it records; the runs
   // reserve them again, so the generator goes back to where it was.
@@ -229,13 +288,15 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
     }
   }
   std::vector<int> outputs;
+  std::vector<TensorMeta> globals;
   for (size_t i = 0; i < results.size(); ++i) {
-    const int id = tracer.lookup(results[i]);
+    const int id = tracer.lookup(shard_of(results[i]));
     TESSERA_CHECK(id >= 0, "[graph::trace] output ", i,
                   " was not computed by the traced function from its inputs or variables");
     outputs.push_back(id);
+    globals.push_back(results[i].is_global() ? results[i].meta() : TensorMeta{});
   }
-  graph.set_outputs(std::move(outputs));
+  graph.set_outputs(std::move(outputs), std::move(globals));
   return graph;
 }
 
@@ -265,7 +326,9 @@ Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws) {
 void finish_run(const Graph& graph, const std::vector<Tensor>& env, int64_t run_index) {
   for (const GradWrite& write : graph.grad_writes()) {
     write.leaf.impl().grad =
-        write.value >= 0 ? env[static_cast<size_t>(write.value)].impl_ptr() : nullptr;
+        write.value >= 0
+            ? wrap_shard(env[static_cast<size_t>(write.value)], write.global).impl_ptr()
+            : nullptr;
   }
   if (run_index > 0) {
     for (const auto& effect : graph.host().effects) effect();
@@ -276,12 +339,15 @@ void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Ten
   TESSERA_CHECK(inputs.size() == graph.inputs().size(), "[graph::run] the graph takes ",
                 graph.inputs().size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorMeta& expected = graph.value(graph.inputs()[i]).meta;
-    TESSERA_CHECK(inputs[i].shape() == expected.shape && inputs[i].dtype() == expected.dtype &&
-                      inputs[i].device() == expected.device,
-                  "[graph::run] input ", i, " is ", meta_str(inputs[i].meta()),
+    const Value& value = graph.value(graph.inputs()[i]);
+    const TensorMeta& expected = value.global.is_global() ? value.global : value.meta;
+    const TensorMeta given = inputs[i].meta();
+    TESSERA_CHECK(given.shape == expected.shape && given.dtype == expected.dtype &&
+                      given.device == expected.device && given.placement == expected.placement &&
+                      given.sbp == expected.sbp,
+                  "[graph::run] input ", i, " is ", meta_str(given),
                   " but the graph was traced for ", meta_str(expected));
-    env[static_cast<size_t>(graph.inputs()[i])] = inputs[i];
+    env[static_cast<size_t>(graph.inputs()[i])] = shard_of(inputs[i]);
   }
   for (const Variable& variable : graph.variables()) {
     Tensor tensor = variable.tensor;
@@ -291,7 +357,7 @@ void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Ten
                     shape_str(variable.grad_of.shape()), "), but the leaf has none now; ",
                     "it had one when the graph was traced");
     }
-    env[static_cast<size_t>(variable.value)] = tensor;
+    env[static_cast<size_t>(variable.value)] = shard_of(tensor);
   }
 }
 
@@ -320,7 +386,10 @@ TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_ind
   }
   finish_run(graph, env, run_index);
   TensorVector outputs;
-  for (int id : graph.outputs()) outputs.push_back(env[static_cast<size_t>(id)]);
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    outputs.push_back(
+        wrap_shard(env[static_cast<size_t>(graph.outputs()[o])], graph.output_globals()[o]));
+  }
   return outputs;
 }
 

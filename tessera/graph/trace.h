@@ -9,6 +9,14 @@
 // parameters become the graph's gradient writes. Reading a traced tensor's
 // values (item(), to_vector()) raises, since a placeholder has none: the
 // plan must not depend on them.
+//
+// A function of global tensors traces into this rank's part of the work:
+// each global call runs through the global layer on stand-ins (global
+// tensors around meta shards, core/shard_trace.h), so the graph holds the
+// local ops on shards and the collectives of boxing and of the gradient
+// buckets, in the order eager issues them on every rank. Global inputs,
+// variables and outputs are their shards, marked with their layout
+// (Value::global).
 
 #include <functional>
 

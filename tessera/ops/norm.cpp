@@ -7,6 +7,7 @@
 
 #include <limits>
 
+#include "tessera/ops/dispatch.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
 #include "tessera/ops/reduce.h"
@@ -31,9 +32,11 @@ Shape stats_shape(const Shape& x, size_t normalized) {
 
 // True for a constant zero tensor (the gradient of an unused output), whose
 // terms can be skipped. One that requires grad is kept for higher orders.
-// A meta tensor (a graph trace) has no values to look at: its terms stay.
+// Under a mode handler (a graph trace, whose global tensors wrap meta
+// shards) and for a meta tensor there are no values to look at: the terms
+// stay, which is always correct.
 bool all_zero(const Tensor& t) {
-  if (t.is_meta()) return t.numel() == 0;
+  if (t.is_meta() || mode_active()) return t.numel() == 0;
   return !t.requires_grad() && (t.numel() == 0 || max(abs(t)).item<double>() == 0.0);
 }
 

@@ -116,6 +116,15 @@ TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   EXPECT_HAS(job.output, "GPT tensor parallel");
 }
 
+TEST_P(GlobalJobTest, CompiledTrainingEqualsEagerGlobal) {
+  // MLP and GPT (with dropout) under data, tensor (and on 4 ranks 2-D)
+  // parallelism, each step compiled: the losses and parameters of eager
+  // global training, bit for bit.
+  Job job = run_workers(GetParam(), "compile");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "GPT tensor parallel on");
+}
+
 TEST_P(GlobalJobTest, BatchNormGlobalStatisticsEqualOneProcessPerRankEqualDdp) {
   Job job = run_workers(GetParam(), "batch_norm");
   EXPECT_EQ(job.status, 0) << job.output;

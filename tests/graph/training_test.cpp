@@ -3,6 +3,7 @@
 
 #include "examples/models/cnn.h"
 #include "examples/models/gpt.h"
+#include "tessera/global/parallel.h"
 #include "tessera/graph/compile.h"
 #include "testing.h"
 
@@ -112,6 +113,52 @@ TEST(GraphTraining, GptWithAdamWAndDropoutMatchesEagerBitForBit) {
   }
   expect_same(train(make_model, make_optimizer, loss_fn, batches, false, 20),
               train(make_model, make_optimizer, loss_fn, batches, true, 20));
+}
+
+TEST(GraphTraining, AGlobalStepTracesIntoShardsAndMatchesEagerGlobal) {
+  // Parameters and batch as global tensors (one rank here; 2, 3 and 4 ranks
+  // in GlobalJobTest.CompiledTrainingEqualsEagerGlobal): the graph's values
+  // are this rank's shards, and the step's outputs are global again.
+  const Placement one = Placement::cpu(1);
+  auto make_model = [&] {
+    auto model =
+        std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+            std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+            std::make_shared<nn::Linear>(32, 10)});
+    global::parallelize(*model, one, {{"0", global::TpStyle::column}, {"2", global::TpStyle::row}},
+                        0);
+    return model;
+  };
+  auto make_optimizer = [](const std::vector<Tensor>& params) {
+    return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
+  };
+  LossFn loss_fn = [&](const Tensor& logits, const Tensor& y) {
+    return cross_entropy(logits, y.to_global(one, Sbp::broadcast()));
+  };
+  std::vector<std::pair<Tensor, Tensor>> batches;
+  for (const auto& [x, y] : class_batches({8, 16}, 2)) {
+    batches.emplace_back(x.to_global(one, Sbp::split(0)), y);
+  }
+  const auto eager = train(make_model, make_optimizer, loss_fn, batches, false, 10);
+  const auto compiled = train(make_model, make_optimizer, loss_fn, batches, true, 10);
+  expect_same(eager, compiled);
+  for (const Tensor& param : compiled.params) EXPECT_TRUE(param.is_global());
+
+  auto model = make_model();
+  auto forward = graph::compile(
+      [&](const TensorVector& in) -> TensorVector { return {model->forward(in[0])}; });
+  const Tensor x = batches[0].first;
+  (void)forward({x});
+  const Tensor y = forward({x})[0];
+  EXPECT_TRUE(y.is_global());
+  EXPECT_EQ(y.placement(), one);
+  EXPECT_TRUE(equal(y.to_local(), model->forward(x).to_local()));
+  const std::string ir = forward.last_graph().str();
+  EXPECT_HAS(ir, "(shard of f32[8, 16]");
+  EXPECT_HAS(ir, "= variable (shard of f32[32, 16]");
+  // Another SBP of the same shape is another signature.
+  (void)forward({x.to_global(one, Sbp::broadcast())});
+  EXPECT_EQ(forward.compiles(), 2);
 }
 
 TEST(GraphTraining, TheOptimizerKeepsCountingStepsAndReadsANewLearningRate) {

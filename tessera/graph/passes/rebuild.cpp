@@ -8,7 +8,9 @@ bool has_side_effects(const Node& node) {
 }
 
 GraphCopier::GraphCopier(const Graph& from) : from_(from), id_(from.values().size(), -1) {
-  for (int input : from.inputs()) map(input, out_.add_input(from.value(input).meta));
+  for (int input : from.inputs()) {
+    map(input, out_.add_input(from.value(input).meta, from.value(input).global));
+  }
   for (const Variable& variable : from.variables()) {
     map(variable.value, out_.add_variable(variable.tensor, variable.grad_of));
   }
@@ -38,9 +40,9 @@ void GraphCopier::copy_node(int n, const std::vector<int>& inputs) {
 Graph GraphCopier::finish() {
   std::vector<int> outputs;
   for (int output : from_.outputs()) outputs.push_back(mapped(output));
-  out_.set_outputs(std::move(outputs));
+  out_.set_outputs(std::move(outputs), from_.output_globals());
   for (const GradWrite& write : from_.grad_writes()) {
-    out_.add_grad_write(write.leaf, write.value >= 0 ? mapped(write.value) : -1);
+    out_.add_grad_write(write.leaf, write.value >= 0 ? mapped(write.value) : -1, write.global);
   }
   out_.host() = from_.host();
   return std::move(out_);
