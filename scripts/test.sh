@@ -23,6 +23,7 @@ trap 'rm -rf "$scratch"' EXIT
 ./build/examples/fashion_mnist --epochs 1 --limit 20 --checkpoint "$scratch/fmc.safetensors" --compile
 ./build/examples/char_gpt --steps 4 --sample-every 4 --d-model 64 --layers 2 --context 32 --compile
 ./build/examples/graph_tour
+./build/tools/tessera-run -n 2 ./build/examples/graph_tour
 ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --steps 3 --d-model 32 --layers 1 --context 16 --batch-size 4 --save "$scratch/gpt_parallel"
 
 echo "== fuzzing the file readers (IDX, safetensors, sharded-checkpoint index)"

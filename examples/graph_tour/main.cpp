@@ -1,10 +1,13 @@
 // A tour of graph mode (docs/graph_mode.md): compiling a function, reading
-// its IR, what a recompile says, what cannot be traced, and a whole training
-// step compiled next to the same step run eagerly.
+// its IR, what a recompile says, what cannot be traced, a whole training
+// step compiled next to the same step run eagerly, and a data-parallel step
+// on global tensors.
 //
 //   ./build/examples/graph_tour [--dot FILE]   (writes the training step's graph)
+//   ./build/tools/tessera-run -n 2 ./build/examples/graph_tour   (2 ranks)
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <numbers>
 #include <string>
@@ -100,6 +103,44 @@ int compile_a_training_step(const std::string& dot_file) {
   return same ? 0 : 1;
 }
 
+int compile_a_global_step() {
+  std::printf("== 5. a data-parallel step on global tensors, compiled\n");
+  // One process, or the job tessera-run started.
+  auto world = std::getenv("WORLD_SIZE") != nullptr ? distributed::init_process_group()
+                                                    : distributed::default_group();
+  const Placement ranks = Placement::cpu(world->size());
+  manual_seed(0);
+  auto model = make_mlp();
+  global::parallelize(*model, ranks, {});  // parameters broadcast: data parallelism
+  optim::SGD optimizer(model->parameters(), {.lr = 0.1});
+  auto step = graph::compile([&](const TensorVector& batch) -> TensorVector {
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model->forward(batch[0]), batch[1]);
+    loss.backward();
+    optimizer.step();
+    return {loss};
+  });
+  // Each rank's 8 rows of the batch.
+  Generator gen(1 + static_cast<uint64_t>(world->rank()));
+  Tensor x = randn({8, 8}, DType::f32, &gen).to_global(ranks, Sbp::split(0));
+  Tensor labels = randint(0, 3, {8}, DType::i64, &gen).to_global(ranks, Sbp::split(0));
+  for (int i = 0; i < 3; ++i) {
+    const double loss = step({x, labels})[0].item<double>();
+    if (world->rank() == 0) std::printf("step %d: loss %.6f\n", i + 1, loss);
+  }
+  // The graph's shards and collectives (on 2 or more ranks the gradients'
+  // all-reduce is there).
+  std::string ir = step.last_graph().str(), line;
+  for (size_t start = 0, end; start < ir.size(); start = end + 1) {
+    end = ir.find('\n', start);
+    line = ir.substr(start, end - start);
+    const bool shown =
+        line.find("shard of") != std::string::npos || line.find("all_reduce") != std::string::npos;
+    if (shown && world->rank() == 0) std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,7 +152,9 @@ int main(int argc, char** argv) {
     compile_a_function();
     recompile_on_a_new_shape();
     what_cannot_be_traced();
-    return compile_a_training_step(dot_file);
+    const int status = compile_a_training_step(dot_file);
+    std::printf("\n");
+    return status != 0 ? status : compile_a_global_step();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "graph_tour: %s\n", error.what());
     return 1;

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "tessera/distributed/group.h"
 #include "tessera/graph/passes/passes.h"
 
 namespace tessera::graph {
@@ -103,8 +104,15 @@ GraphDump::GraphDump() {
 
 void GraphDump::write(const std::string& stage, const Graph& graph) {
   if (folder_.empty()) return;
-  char prefix[32];
-  std::snprintf(prefix, sizeof prefix, "compile%d_%02d_", compile_, step_++);
+  char prefix[48];
+  // The ranks of a job write side by side: each names its files.
+  const auto world = distributed::default_group();
+  if (world->size() > 1) {
+    std::snprintf(prefix, sizeof prefix, "rank%d_compile%d_%02d_", world->rank(), compile_,
+                  step_++);
+  } else {
+    std::snprintf(prefix, sizeof prefix, "compile%d_%02d_", compile_, step_++);
+  }
   const std::string base = folder_ + "/" + prefix + stage;
   for (const auto& [path, text] :
        {std::pair{base + ".txt", graph.str()}, std::pair{base + ".dot", graph.dot()}}) {

@@ -45,7 +45,8 @@ struct CompileOptions {
 
 // With TESSERA_GRAPH_DUMP=dir in the environment, each compile writes its
 // graph as traced and after every pass, as text (.txt) and Graphviz (.dot):
-// dir/compile<k>_<nn>_<stage>.txt, k counting compiles in the process.
+// dir/compile<k>_<nn>_<stage>.txt, k counting compiles in the process; in a
+// job of several ranks, dir/rank<r>_compile<k>_<nn>_<stage>.txt.
 class GraphDump {
  public:
   GraphDump();  // reads the environment; does nothing when unset
