@@ -62,6 +62,14 @@ std::pair<Tensor, Tensor> layout_clone(const Tensor& t) {
     Tensor copy = t.clone();
     return {copy, copy.reshape({-1})};
   }
+  if (tracing_shards()) {
+    // A trace records ops, not raw copies: the copy in memory order, and a
+    // view of it with t's strides.
+    std::vector<int64_t> perm(order.begin(), order.end()), inverse(ndim);
+    for (size_t i = 0; i < ndim; ++i) inverse[order[i]] = static_cast<int64_t>(i);
+    Tensor dense_copy = t.permute(perm).contiguous();
+    return {dense_copy.permute(inverse), dense_copy.reshape({-1})};
+  }
   Tensor flat = Tensor::empty({t.numel()}, t.dtype());
   if (t.numel() > 0) {
     std::memcpy(flat.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
