@@ -154,6 +154,27 @@ Tensor Tensor::to_meta() const {
   return out;
 }
 
+bool Tensor::has_no_values() const {
+  const TensorImpl& t = impl();
+  if (t.device.type == DeviceType::meta) return true;
+  return t.global && t.global->local && t.global->local->device.type == DeviceType::meta;
+}
+
+void Tensor::fail_no_values(const char* op, const std::source_location& where) const {
+  // The file's last two path components: enough to find it, and the same
+  // wherever the sources were built.
+  std::string file = where.file_name();
+  const size_t last = file.rfind('/');
+  const size_t before =
+      last == std::string::npos || last == 0 ? std::string::npos : file.rfind('/', last - 1);
+  if (before != std::string::npos) file = file.substr(before + 1);
+  TESSERA_FAIL("[", op, "] a ", is_meta() ? "meta tensor (" : "global tensor around a meta shard (",
+               shape_str(shape()), ", ", dtype_name(dtype()), ") has no data, read at ", file, ":",
+               where.line(),
+               ": it describes a tensor for tracing and planning; run the computation on real ",
+               "tensors to read values");
+}
+
 void* Tensor::raw_data() const {
   const TensorImpl& t = impl();
   TESSERA_CHECK(t.device.type != DeviceType::meta, "[tensor] a meta tensor (", shape_str(t.shape),

@@ -66,13 +66,33 @@ TEST(GraphTrace, RandomOpsDrawFreshNumbersOnEveryRun) {
 }
 
 TEST(GraphTrace, ReadingValuesIsAClearError) {
-  auto reads = [](const TensorVector& in) -> TensorVector {
+  int read_line = 0;
+  auto reads = [&](const TensorVector& in) -> TensorVector {
     Tensor s = in[0].sum();
+    read_line = __LINE__ + 1;
     if (s.item<float>() > 0) return {in[0]};
     return {-in[0]};
   };
   const std::string message = error_of([&] { graph::trace(reads, {ones({3})}); });
   EXPECT_HAS(message, "[graph::trace] the traced function failed after op sum");
+  EXPECT_HAS(message, "cannot read tensor values");
+  // The line of the function that read.
+  EXPECT_HAS(message, "read at graph/trace_test.cpp:" + std::to_string(read_line));
+}
+
+TEST(GraphTrace, ReadingAGlobalValueNamesTheLine) {
+  const Placement one = Placement::cpu(1);
+  int read_line = 0;
+  auto reads = [&](const TensorVector& in) -> TensorVector {
+    Tensor s = in[0].sum();
+    read_line = __LINE__ + 1;
+    const std::vector<float> values = s.to_vector<float>();
+    return {in[0] * static_cast<double>(values[0])};
+  };
+  const std::string message =
+      error_of([&] { graph::trace(reads, {ones({4}).to_global(one, Sbp::split(0))}); });
+  EXPECT_HAS(message, "[to_vector] a global tensor around a meta shard");
+  EXPECT_HAS(message, "read at graph/trace_test.cpp:" + std::to_string(read_line));
   EXPECT_HAS(message, "cannot read tensor values");
 }
 

@@ -40,6 +40,13 @@ int identity_operand(const Graph& graph, const Node& node) {
   return -1;
 }
 
+bool is_identity(const std::vector<int64_t>& dims) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != static_cast<int64_t>(d)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Graph simplify_algebra(const Graph& graph) {
@@ -65,6 +72,14 @@ Graph simplify_algebra(const Graph& graph) {
     const int operand = may_forward(node) ? identity_operand(graph, node) : -1;
     if (operand >= 0) {
       replacement[static_cast<size_t>(node.outputs[0])] = replacement[static_cast<size_t>(operand)];
+      keep[n] = false;
+      continue;
+    }
+    if (node.op->name == "permute" && is_identity(node.attrs.ints("dims")) &&
+        !is_output[static_cast<size_t>(node.outputs[0])]) {
+      // A permute that moves no dim is its input (a view of the same layout).
+      replacement[static_cast<size_t>(node.outputs[0])] =
+          replacement[static_cast<size_t>(node.inputs[0])];
       keep[n] = false;
       continue;
     }
