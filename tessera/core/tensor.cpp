@@ -160,17 +160,17 @@ bool Tensor::has_no_values() const {
   return t.global && t.global->local && t.global->local->device.type == DeviceType::meta;
 }
 
-void Tensor::fail_no_values(const char* op, const std::source_location& where) const {
+void Tensor::fail_no_values(const char* op, const char* where, int line) const {
   // The file's last two path components: enough to find it, and the same
   // wherever the sources were built.
-  std::string file = where.file_name();
+  std::string file = where != nullptr ? where : "";
   const size_t last = file.rfind('/');
   const size_t before =
       last == std::string::npos || last == 0 ? std::string::npos : file.rfind('/', last - 1);
   if (before != std::string::npos) file = file.substr(before + 1);
   TESSERA_FAIL("[", op, "] a ", is_meta() ? "meta tensor (" : "global tensor around a meta shard (",
                shape_str(shape()), ", ", dtype_name(dtype()), ") has no data, read at ", file, ":",
-               where.line(),
+               line,
                ": it describes a tensor for tracing and planning; run the computation on real ",
                "tensors to read values");
 }

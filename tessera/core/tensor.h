@@ -4,7 +4,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -140,21 +139,22 @@ class Tensor {
   template <typename T>
   T* data() const;
   // The value of a one-element tensor (copied to the CPU first if needed).
-  // `where` (the caller's line, by default) names the read in the error a
-  // tensor without values raises: a meta tensor, or a graph trace's
-  // stand-in, read inside a traced function.
+  // `file` and `line` (the caller's, by default) name the read in the error
+  // a tensor without values raises: a meta tensor, or a graph trace's
+  // stand-in, read inside a traced function. (The builtins, not
+  // std::source_location, which not every supported compiler provides.)
   template <typename T>
-  T item(std::source_location where = std::source_location::current()) const;
+  T item(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const;
   // Copies the elements (in logical row-major order) out, converting to T;
   // a CUDA tensor is copied to the CPU first. On a global tensor this
   // gathers the logical values (a collective).
   template <typename T>
-  std::vector<T> to_vector(std::source_location where = std::source_location::current()) const;
+  std::vector<T> to_vector(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const;
   // Whether the tensor has no values to read: a meta tensor, or a global
   // tensor around a meta shard (a graph trace's stand-in).
   bool has_no_values() const;
-  // Raises the error of reading such a tensor with `op` at `where`.
-  [[noreturn]] void fail_no_values(const char* op, const std::source_location& where) const;
+  // Raises the error of reading such a tensor with `op` at `file`:`line`.
+  [[noreturn]] void fail_no_values(const char* op, const char* file, int line) const;
 
   // Autograd.
   bool requires_grad() const { return impl().requires_grad; }
@@ -451,8 +451,8 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector(std::source_location where) const {
-  if (has_no_values()) fail_no_values("to_vector", where);
+std::vector<T> Tensor::to_vector(const char* file, int line) const {
+  if (has_no_values()) fail_no_values("to_vector", file, line);
   if (is_global()) {
     // The logical values: every rank of the placement gathers them (SPMD:
     // all ranks must ask together).
@@ -468,11 +468,11 @@ std::vector<T> Tensor::to_vector(std::source_location where) const {
 }
 
 template <typename T>
-T Tensor::item(std::source_location where) const {
-  if (has_no_values()) fail_no_values("item", where);
+T Tensor::item(const char* file, int line) const {
+  if (has_no_values()) fail_no_values("item", file, line);
   TESSERA_CHECK(numel() == 1, "[item] needs a tensor with one element, got shape ",
                 shape_str(shape()));
-  return to_vector<T>(where)[0];
+  return to_vector<T>(file, line)[0];
 }
 
 }  // namespace tessera

@@ -209,8 +209,10 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "[graph::compile] compile " << compiles_ + 1 << ": "
-              << plan.executor->graph().nodes().size() << " nodes in " << std::fixed
-              << std::setprecision(1) << ms << " ms; " << plan.executor->memory().str() << "\n";
+              << plan.executor->graph().nodes().size() << " nodes"
+              << (plan.executor->graph().is_global() ? " (this rank's part of a global step)" : "")
+              << " in " << std::fixed << std::setprecision(1) << ms << " ms; "
+              << plan.executor->memory().str() << "\n";
   }
   return plan;
 }

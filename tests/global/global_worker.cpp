@@ -518,31 +518,53 @@ void check_tracks(const std::vector<double>& got, const std::vector<double>& wan
   }
 }
 
+// The models the train and compile modes train. MLP 12-32-5, batch 10
+// (uneven over 3 and 4 ranks), and its tensor-parallel plan.
+std::shared_ptr<nn::Sequential> make_mlp() {
+  return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(12, 32), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(32, 5)});
+}
+std::pair<Tensor, Tensor> mlp_batch(int step) {
+  Generator gen(100 + static_cast<uint64_t>(step));
+  return std::make_pair(randn({10, 12}, DType::f32, &gen), randint(0, 5, {10}, DType::i64, &gen));
+}
+const std::map<std::string, global::TpStyle> kMlpPlan{{"0", global::TpStyle::column},
+                                                      {"2", global::TpStyle::row}};
+
+// GPT (2 layers, d 16, 4 heads), batch 4 x 8 tokens, and its plan.
+models::GPTConfig gpt_config(double dropout) {
+  models::GPTConfig config;
+  config.vocab_size = 24;
+  config.context = 8;
+  config.d_model = 16;
+  config.heads = 4;
+  config.layers = 2;
+  config.dropout = dropout;
+  return config;
+}
+std::pair<Tensor, Tensor> gpt_batch(int step) {
+  Generator gen(500 + static_cast<uint64_t>(step));
+  Tensor tokens = randint(0, 24, {4, 9}, DType::i64, &gen);
+  return std::make_pair(tokens.narrow(1, 0, 8).contiguous(), tokens.narrow(1, 1, 8).contiguous());
+}
+std::map<std::string, global::TpStyle> gpt_tp_plan() {
+  std::map<std::string, global::TpStyle> plan{{"token", global::TpStyle::vocab},
+                                              {"head", global::TpStyle::column}};
+  for (int b = 0; b < 2; ++b) {
+    const std::string block = "blocks." + std::to_string(b) + ".";
+    plan[block + "linear1"] = global::TpStyle::column;
+    plan[block + "linear2"] = global::TpStyle::row;
+  }
+  return plan;
+}
+
 void run_train(int n) {
-  using global::TpStyle;
   const int steps = 20;
-  // MLP 12-32-5, batch 10 (uneven over 3 and 4 ranks).
-  auto make_mlp = [] {
-    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(12, 32), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(32, 5)});
-  };
-  auto mlp_batch = [](int step) {
-    Generator gen(100 + static_cast<uint64_t>(step));
-    return std::make_pair(randn({10, 12}, DType::f32, &gen), randint(0, 5, {10}, DType::i64, &gen));
-  };
   std::vector<Layout> mlp_layouts{{"MLP data parallel", Placement::cpu(n), {}, 0, -1},
-                                  {"MLP tensor parallel",
-                                   Placement::cpu(n),
-                                   {{"0", TpStyle::column}, {"2", TpStyle::row}},
-                                   -1,
-                                   0}};
+                                  {"MLP tensor parallel", Placement::cpu(n), kMlpPlan, -1, 0}};
   if (n == 4) {
-    mlp_layouts.push_back({"MLP 2-D [2, 2]",
-                           Placement::cpu_mesh({2, 2}),
-                           {{"0", TpStyle::column}, {"2", TpStyle::row}},
-                           0,
-                           1});
+    mlp_layouts.push_back({"MLP 2-D [2, 2]", Placement::cpu_mesh({2, 2}), kMlpPlan, 0, 1});
   }
   std::vector<double> reference =
       train<nn::Sequential>(Layout{}, make_mlp, mlp_batch, steps, false);
@@ -551,25 +573,10 @@ void run_train(int n) {
                  layout.name + " on " + std::to_string(n) + " ranks");
   }
 
-  // GPT (2 layers, d 16, 4 heads), AdamW, batch 4 x 8 tokens.
-  models::GPTConfig config;
-  config.vocab_size = 24;
-  config.context = 8;
-  config.d_model = 16;
-  config.heads = 4;
-  config.layers = 2;
+  // The GPT, AdamW.
+  const models::GPTConfig config = gpt_config(0.0);
   auto make_gpt = [config] { return std::make_shared<models::GPT>(config); };
-  auto gpt_batch = [](int step) {
-    Generator gen(500 + static_cast<uint64_t>(step));
-    Tensor tokens = randint(0, 24, {4, 9}, DType::i64, &gen);
-    return std::make_pair(tokens.narrow(1, 0, 8).contiguous(), tokens.narrow(1, 1, 8).contiguous());
-  };
-  std::map<std::string, TpStyle> gpt_plan{{"token", TpStyle::vocab}, {"head", TpStyle::column}};
-  for (int b = 0; b < 2; ++b) {
-    const std::string block = "blocks." + std::to_string(b) + ".";
-    gpt_plan[block + "linear1"] = TpStyle::column;
-    gpt_plan[block + "linear2"] = TpStyle::row;
-  }
+  const std::map<std::string, global::TpStyle> gpt_plan = gpt_tp_plan();
   std::vector<Layout> gpt_layouts{{"GPT data parallel", Placement::cpu(n), {}, 0, -1},
                                   {"GPT tensor parallel", Placement::cpu(n), gpt_plan, -1, 0}};
   if (n == 4)
@@ -587,37 +594,11 @@ void run_train(int n) {
 // rounds differently from the host's, see clip_grad_norm_), except the
 // tensor-parallel GPT's, which agree to rounding.
 void run_compile(int n) {
-  using global::TpStyle;
   const int steps = 12;
-  auto make_mlp = [] {
-    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(12, 32), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(32, 5)});
-  };
-  auto mlp_batch = [](int step) {
-    Generator gen(100 + static_cast<uint64_t>(step));
-    return std::make_pair(randn({10, 12}, DType::f32, &gen), randint(0, 5, {10}, DType::i64, &gen));
-  };
-  models::GPTConfig config;
-  config.vocab_size = 24;
-  config.context = 8;
-  config.d_model = 16;
-  config.heads = 4;
-  config.layers = 2;
-  config.dropout = 0.1;  // each run draws fresh masks, as eager does
+  const models::GPTConfig config = gpt_config(0.1);  // each run draws fresh masks, as eager does
   auto make_gpt = [config] { return std::make_shared<models::GPT>(config); };
-  auto gpt_batch = [](int step) {
-    Generator gen(500 + static_cast<uint64_t>(step));
-    Tensor tokens = randint(0, 24, {4, 9}, DType::i64, &gen);
-    return std::make_pair(tokens.narrow(1, 0, 8).contiguous(), tokens.narrow(1, 1, 8).contiguous());
-  };
-  std::map<std::string, TpStyle> gpt_plan{{"token", TpStyle::vocab}, {"head", TpStyle::column}};
-  for (int b = 0; b < 2; ++b) {
-    const std::string block = "blocks." + std::to_string(b) + ".";
-    gpt_plan[block + "linear1"] = TpStyle::column;
-    gpt_plan[block + "linear2"] = TpStyle::row;
-  }
-  const std::map<std::string, TpStyle> mlp_plan{{"0", TpStyle::column}, {"2", TpStyle::row}};
+  const std::map<std::string, global::TpStyle> gpt_plan = gpt_tp_plan();
+  const std::map<std::string, global::TpStyle>& mlp_plan = kMlpPlan;
   std::vector<std::pair<bool, Layout>> cases{
       {false, {"MLP data parallel", Placement::cpu(n), {}, 0, -1}},
       {false, {"MLP tensor parallel", Placement::cpu(n), mlp_plan, -1, 0}},
