@@ -47,7 +47,7 @@ std::string ids_str(const std::vector<int>& ids) {
   return out.str();
 }
 
-// " (shard of f32[8, 16] on ranks [0, 1] as (S(0)))" for a value that is
+// " (shard of f32[16, 8] cpu:[0, 1] S(0))" for a value that is
 // this rank's shard of a global tensor; "" otherwise.
 std::string shard_str(const TensorMeta& global) {
   if (!global.is_global()) return "";

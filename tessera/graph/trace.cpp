@@ -13,13 +13,6 @@ namespace tessera::graph {
 
 namespace {
 
-// Whether `impl` is a trace's stand-in: a meta tensor, or a global tensor
-// around a meta shard (core/shard_trace.h).
-bool is_stand_in(const TensorImpl& impl) {
-  if (impl.global) return impl.global->local && impl.global->local->device.type == DeviceType::meta;
-  return impl.device.type == DeviceType::meta;
-}
-
 // Records every call on its thread as a node of `graph`; runs only the
 // inference (on meta stand-ins), never a kernel.
 class Tracer final : public Handler {
@@ -84,7 +77,7 @@ class Tracer final : public Handler {
       auto had = had_grad_.find(&leaf);
       const std::shared_ptr<TensorImpl> before = had != had_grad_.end() ? had->second : nullptr;
       const bool had_grad = before != nullptr;
-      if (leaf.grad && is_stand_in(*leaf.grad)) {
+      if (leaf.grad && Tensor(leaf.grad).has_no_values()) {
         const Tensor grad(leaf.grad);
         const int id = lookup(shard_of(grad));
         leaf.grad = before;  // the run sets the traced one
@@ -144,8 +137,7 @@ class Tracer final : public Handler {
   TensorVector run_global(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
     TensorVector traced;
     for (const Tensor& input : inputs) {
-      traced.push_back(input.is_global() && !is_stand_in(input.impl()) ? stand_in_for(input)
-                                                                       : input);
+      traced.push_back(input.is_global() && !input.has_no_values() ? stand_in_for(input) : input);
     }
     HandlerScope again(*this);
     return redispatch(op, traced, attrs);
