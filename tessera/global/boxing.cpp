@@ -319,7 +319,7 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
     recv_sizes[position(from_placement.ranks()[static_cast<size_t>(transfer.src)])] +=
         transfer.region.numel();
   }
-  const Tensor sent = flat_pieces.empty() ? Tensor::empty({0}, x.dtype()) : cat(flat_pieces, 0);
+  const Tensor sent = flat_pieces.empty() ? zeros({0}, x.dtype()) : cat(flat_pieces, 0);
   const Tensor arrived = all_to_all_single(sent, recv_sizes, send_sizes, ranks);
   std::vector<Tensor> received;
   int64_t at = 0;
@@ -330,7 +330,11 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
 
   if (my_dst < 0) return make_global(Tensor(), shape, x.dtype(), to_placement, to_sbp);
   Region mine = shard_region(shape, to_placement, to_sbp, my_dst);
-  Tensor out = zeros(mine.size, x.dtype());
+  // Eager writes the pieces into zeros; a trace, which cannot record a raw
+  // write, joins them with cat (the same values).
+  const bool traced = tracing_shards();
+  Tensor out = traced ? Tensor() : zeros(mine.size, x.dtype());
+  std::vector<PlacedPiece> placed;
   std::vector<int64_t> offsets(ranks.size(), 0);
   // Pieces of one tile arrive together, partial members in order.
   std::vector<Tensor> pieces;
@@ -348,7 +352,11 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
     }
     std::vector<int64_t> start(shape.size());
     for (size_t d = 0; d < shape.size(); ++d) start[d] = region.start[d] - mine.start[d];
-    write_region(out, start, pieces.at(0).contiguous());
+    if (traced) {
+      placed.push_back({start, pieces.at(0)});
+    } else {
+      write_region(out, start, pieces.at(0).contiguous());
+    }
     pieces.clear();
   };
   for (size_t p = 0; p < plan.size(); ++p) {
@@ -362,6 +370,7 @@ Tensor generic_box(const Tensor& x, const Placement& to_placement, const NdSbp& 
                               plan[p + 1].tile != transfer.tile;
     if (last_of_tile) flush(transfer.region);
   }
+  if (traced) out = assemble_pieces(std::move(placed), mine.size, x.dtype()).contiguous();
   return make_global(out, shape, x.dtype(), to_placement, to_sbp);
 }
 
@@ -637,10 +646,6 @@ Tensor run_boxing(const BoxingPlan& plan, const Tensor& x) {
   Tensor local = x.local_shard();
   for (const BoxingStep& step : plan.steps) {
     if (step.route == BoxingRoute::slice_intersections) {
-      TESSERA_CHECK(!tracing_shards(), "[to_global] converting ", shape_str(x.shape()), " ",
-                    nd_sbp_str(step.from), " to ", nd_sbp_str(plan.to_sbp), " on ",
-                    placement_str(placement), " sends slices point to point, which a graph ",
-                    "trace cannot record yet; run this conversion outside the compiled function");
       Tensor current = make_global(local, x.shape(), x.dtype(), x.placement(), step.from);
       return generic_box(current, placement, plan.to_sbp);
     }

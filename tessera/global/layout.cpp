@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tessera/core/tensor.h"
-
 #include "tessera/core/error.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/concat.h"
+#include "tessera/ops/creation.h"
 
 namespace tessera::global {
 
@@ -108,6 +109,49 @@ void write_region(const Tensor& dst, const std::vector<int64_t>& start, const Te
       index[d] = 0;
     }
   }
+}
+
+namespace {
+
+// The pieces (all of them inside `size`) tiled from dim `dim` on.
+Tensor assemble_from(std::vector<PlacedPiece>& pieces, const Shape& size, size_t dim) {
+  if (pieces.size() == 1 && pieces[0].piece.shape() == size) return pieces[0].piece;
+  TESSERA_CHECK(dim < size.size(), "[assemble_pieces] internal error: ", pieces.size(),
+                " pieces overlap in a region of shape ", shape_str(size));
+  std::stable_sort(pieces.begin(), pieces.end(), [dim](const PlacedPiece& a, const PlacedPiece& b) {
+    return a.start[dim] < b.start[dim];
+  });
+  TensorVector parts;
+  int64_t at = 0;
+  for (size_t first = 0; first < pieces.size();) {
+    const int64_t start = pieces[first].start[dim];
+    const int64_t extent = pieces[first].piece.shape()[dim];
+    size_t last = first;
+    while (last < pieces.size() && pieces[last].start[dim] == start) {
+      TESSERA_CHECK(pieces[last].piece.shape()[dim] == extent, "[assemble_pieces] internal ",
+                    "error: pieces starting at ", start, " on dim ", dim, " differ in extent");
+      ++last;
+    }
+    TESSERA_CHECK(start == at, "[assemble_pieces] internal error: dim ", dim, " is covered up to ",
+                  at, " but the next pieces start at ", start);
+    std::vector<PlacedPiece> band(pieces.begin() + static_cast<std::ptrdiff_t>(first),
+                                  pieces.begin() + static_cast<std::ptrdiff_t>(last));
+    Shape band_size = size;
+    band_size[dim] = extent;
+    parts.push_back(assemble_from(band, band_size, dim + 1));
+    at += extent;
+    first = last;
+  }
+  TESSERA_CHECK(at == size[dim], "[assemble_pieces] internal error: dim ", dim,
+                " is covered up to ", at, " of ", size[dim]);
+  return parts.size() == 1 ? parts[0] : cat(parts, static_cast<int64_t>(dim));
+}
+
+}  // namespace
+
+Tensor assemble_pieces(std::vector<PlacedPiece> pieces, const Shape& size, DType dtype) {
+  if (pieces.empty()) return zeros(size, dtype);
+  return assemble_from(pieces, size, 0);
 }
 
 }  // namespace tessera::global

@@ -50,6 +50,17 @@ Tensor read_region(const Tensor& local, const std::vector<int64_t>& start, const
 // Copies `piece` into the contiguous tensor `dst` at `start`.
 void write_region(const Tensor& dst, const std::vector<int64_t>& start, const Tensor& piece);
 
+// A piece of a tensor and where it starts in it.
+struct PlacedPiece {
+  std::vector<int64_t> start;
+  Tensor piece;
+};
+// The tensor of shape `size` that `pieces` tile, made of `cat` ops (no raw
+// copy, so a graph trace records it). The pieces must form a grid: along
+// every dim, pieces that start together have the same extent there, as the
+// intersections of two shardings do. Pieces are the same dtype.
+Tensor assemble_pieces(std::vector<PlacedPiece> pieces, const Shape& size, DType dtype);
+
 // NdSbp with axis `axis` replaced by `sbp`.
 NdSbp with_axis(const NdSbp& nd, int axis, const Sbp& sbp);
 // Same as `sbp` on every one of `ndim` axes.

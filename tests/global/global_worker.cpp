@@ -606,8 +606,9 @@ void run_compile(int n) {
       {true, {"GPT tensor parallel", Placement::cpu(n), gpt_plan, -1, 0}}};
   if (n == 4) {
     cases.push_back({false, {"MLP 2-D [2, 2]", Placement::cpu_mesh({2, 2}), mlp_plan, 0, 1}});
-    // The 2-D GPT boxes some activations by slice intersections (point to
-    // point sends), which a trace cannot record yet: its error says so.
+    // The 2-D GPT also boxes some activations by slice intersections (one
+    // all-to-all of the exact pieces), which the graph joins with cat.
+    cases.push_back({true, {"GPT 2-D [2, 2]", Placement::cpu_mesh({2, 2}), gpt_plan, 0, 1}});
   }
   for (const auto& [gpt, layout] : cases) {
     auto run = [&](bool compiled) {
@@ -643,6 +644,10 @@ void run_compile(int n) {
                      compiled.graph.find("reduce_scatter") != std::string::npos,
                  what, ": no collective in the graph");
     CHECK_WORKER(compiled.graph.find("shard of") != std::string::npos, what);
+    if (gpt && layout.dp_axis >= 0 && layout.tp_axis >= 0) {
+      CHECK_WORKER(compiled.graph.find("all_to_all_single") != std::string::npos, what,
+                   ": the slice-intersection boxing is not in the graph");
+    }
     if (g_rank == 0) {
       std::printf("%s: %d steps compiled, loss %.5f -> %.5f, %s eager\n", what.c_str(), steps,
                   compiled.losses.front(), compiled.losses.back(),

@@ -4,6 +4,7 @@
 // so the meshes here are ones this process does not have.
 
 #include "tessera/global/choose_layout.h"
+#include "tessera/global/layout.h"
 #include "testing.h"
 
 namespace tessera::testing {
@@ -344,6 +345,35 @@ TEST(Attrs, EqualityIgnoresOrderAndHashAgrees) {
   EXPECT_EQ(Attrs({{"x", nan}}), Attrs({{"x", nan}}));
   EXPECT_NE(Attrs({{"x", 0.0}}), Attrs({{"x", -0.0}}));
   EXPECT_EQ(Attrs(), Attrs());
+}
+
+// The general boxing route's pieces, joined with cat under a trace: the
+// intersections of a 2 x 2 and a 1 x 3 grid of a [4, 6] tensor, in any order.
+TEST(AssemblePieces, JoinsTheIntersectionsOfTwoShardingsWithCat) {
+  std::vector<double> values(24);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
+  const Tensor whole = make(values, {4, 6});
+  auto piece = [&](int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+    return global::PlacedPiece{{r0, c0}, whole.narrow(0, r0, rows).narrow(1, c0, cols)};
+  };
+  // Rows split at 1, columns at 2, 3 and 4.
+  std::vector<global::PlacedPiece> pieces{piece(1, 3, 4, 2), piece(0, 1, 0, 2), piece(1, 3, 2, 1),
+                                          piece(0, 1, 4, 2), piece(1, 3, 0, 2), piece(0, 1, 2, 1),
+                                          piece(0, 1, 3, 1), piece(1, 3, 3, 1)};
+  EXPECT_TRUE(all_close(global::assemble_pieces(pieces, {4, 6}, DType::f64), values, 0, 0));
+  // A region no piece covers, or two pieces on one place, is an internal error.
+  pieces.pop_back();
+  EXPECT_HAS(error_of([&] {
+               (void)global::assemble_pieces(pieces, {4, 6}, DType::f64);
+             }),
+             "[assemble_pieces] internal error");
+  pieces.push_back(piece(1, 3, 2, 2));
+  EXPECT_HAS(error_of([&] {
+               (void)global::assemble_pieces(pieces, {4, 6}, DType::f64);
+             }),
+             "[assemble_pieces] internal error");
+  // No pieces: an empty shard, zeros of its shape.
+  EXPECT_EQ(global::assemble_pieces({}, {0, 6}, DType::f32).shape(), (Shape{0, 6}));
 }
 
 }  // namespace
