@@ -197,7 +197,7 @@ TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
     return fn_(inputs);  // makes lazily created state (optimizer buffers, gradients)
   }
   Plan& plan = plans_[static_cast<size_t>((plan_for(inputs), last_))];
-  return plan.executor->run(inputs, plan.runs++);
+  return plan.executor->run(inputs);
 }
 
 CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signature,

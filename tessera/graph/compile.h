@@ -82,7 +82,6 @@ class CompiledFunction {
   struct Plan {
     MetaVector signature;
     std::shared_ptr<Executor> executor;
-    int64_t runs = 0;  // since the trace
   };
   Plan compile_plan(const MetaVector& signature, const TensorVector& inputs);
   const Plan& plan_for(const TensorVector& inputs);

@@ -107,7 +107,7 @@ Tensor Executor::output_tensor(int value) {
   }
 }
 
-TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
+TensorVector Executor::run(const TensorVector& inputs) {
   NoGradGuard no_grad;  // the graph holds its backward already
   bind_inputs(graph_, inputs, env_);
 
@@ -118,7 +118,7 @@ TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
     TensorVector args;
     for (int id : node.inputs) args.push_back(env_[static_cast<size_t>(id)]);
     Attrs dynamic;
-    if (step.dynamic_attrs) dynamic = run_attrs(node, run_index, draws_);
+    if (step.dynamic_attrs) dynamic = run_attrs(node, draws_);
     const Attrs& attrs = step.dynamic_attrs ? dynamic : node.attrs;
 
     switch (step.kind) {
@@ -183,7 +183,7 @@ TensorVector Executor::run(const TensorVector& inputs, int64_t run_index) {
     }
   }
 
-  finish_run(graph_, env_, run_index);
+  finish_run(graph_, env_);
   TensorVector outputs;
   for (size_t o = 0; o < graph_.outputs().size(); ++o) {
     outputs.push_back(

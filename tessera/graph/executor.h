@@ -34,8 +34,8 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // One run; `run_index` as for graph::run.
-  TensorVector run(const TensorVector& inputs, int64_t run_index);
+  // One run, as graph::run makes it.
+  TensorVector run(const TensorVector& inputs);
 
   const Graph& graph() const { return graph_; }
   const MemoryPlan& memory() const { return memory_; }

@@ -279,6 +279,12 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
                         : "");
     }
   }
+  // A count the op keeps in an attr must not be baked into the graph.
+  for (const Node& node : graph.nodes()) {
+    TESSERA_CHECK(node.op->counter_attr.empty() || !node.refresh.empty(), "[graph::trace] ",
+                  node.op->name, " counts its calls in attr '", node.op->counter_attr,
+                  "', but its caller did not refresh it for each run (record_attr_refresh)");
+  }
   std::vector<int> outputs;
   std::vector<TensorMeta> globals;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -293,10 +299,10 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
 }
 
 bool has_run_attrs(const Node& node) {
-  return node.draw >= 0 || !node.op->counter_attr.empty() || !node.refresh.empty();
+  return node.draw >= 0 || !node.refresh.empty();
 }
 
-Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws) {
+Attrs run_attrs(const Node& node, Draws& draws) {
   Attrs attrs = node.attrs;
   for (const auto& refresh : node.refresh) refresh(attrs);
   if (node.draw >= 0) {
@@ -308,23 +314,17 @@ Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws) {
     }
     attrs.set("seed", seed).set("offset", offset);
   }
-  if (!node.op->counter_attr.empty() && run_index > 0) {
-    const std::string& counter = node.op->counter_attr;
-    attrs.set(counter, node.attrs.i(counter) + run_index);
-  }
   return attrs;
 }
 
-void finish_run(const Graph& graph, const std::vector<Tensor>& env, int64_t run_index) {
+void finish_run(const Graph& graph, const std::vector<Tensor>& env) {
   for (const GradWrite& write : graph.grad_writes()) {
     write.leaf.impl().grad =
         write.value >= 0
             ? wrap_shard(env[static_cast<size_t>(write.value)], write.global).impl_ptr()
             : nullptr;
   }
-  if (run_index > 0) {
-    for (const auto& effect : graph.host().effects) effect();
-  }
+  for (const auto& effect : graph.host().effects) effect();
 }
 
 void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Tensor>& env) {
@@ -353,7 +353,7 @@ void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Ten
   }
 }
 
-TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index) {
+TensorVector run(const Graph& graph, const TensorVector& inputs) {
   NoGradGuard no_grad;  // the graph holds its backward already
   std::vector<Tensor> env(graph.values().size());
   Draws draws(static_cast<size_t>(graph.num_draws()));
@@ -368,7 +368,7 @@ TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_ind
       for (int output : node.outputs) metas.push_back(graph.value(output).meta);
       results = run_fused(*node.fused, args, metas);
     } else if (has_run_attrs(node)) {
-      results = call(*node.op, args, run_attrs(node, run_index, draws));
+      results = call(*node.op, args, run_attrs(node, draws));
     } else {
       results = call(*node.op, args, node.attrs);
     }
@@ -376,7 +376,7 @@ TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_ind
       env[static_cast<size_t>(node.outputs[o])] = results[o];
     }
   }
-  finish_run(graph, env, run_index);
+  finish_run(graph, env);
   TensorVector outputs;
   for (size_t o = 0; o < graph.outputs().size(); ++o) {
     outputs.push_back(

@@ -33,10 +33,9 @@ Graph trace(const TracedFn& fn, const TensorVector& examples);
 // Runs the graph eagerly, node by node, on real inputs (an interpreter:
 // the reference the compiled executor is checked against). Writes to
 // variables land in the captured tensors, and the traced gradients on their
-// leaves. `run_index` counts the runs since the trace: the trace made the
-// host changes of run 0 itself (an optimizer's step counts), so later runs
-// repeat them, and advance counting attrs (OpDef::counter_attr) by as much.
-TensorVector run(const Graph& graph, const TensorVector& inputs, int64_t run_index = 0);
+// leaves, and every run makes the host changes the trace recorded (an
+// optimizer's step counts), which the trace itself left undone.
+TensorVector run(const Graph& graph, const TensorVector& inputs);
 
 // Checks `inputs` against the graph's and puts them, and the variables'
 // tensors for this run, into `env` (by value id).
@@ -44,15 +43,14 @@ void bind_inputs(const Graph& graph, const TensorVector& inputs, std::vector<Ten
 
 // The run's draws from the generator, by Node::draw: (seed, offset).
 using Draws = std::vector<std::pair<int64_t, int64_t>>;
-// Whether a node's attrs change from run to run: a random draw, a counting
-// attr (OpDef::counter_attr) or a refreshed one (Node::refresh).
+// Whether a node's attrs change from run to run: a random draw, or attrs
+// the host refreshes (Node::refresh: a learning rate, a step count).
 bool has_run_attrs(const Node& node);
-// The node's attrs for run `run_index`: refreshed, counted, and for a
-// random node the seed and offset of its draw (a new draw reserves its
-// counters from the default generator now, a replay takes its draw's).
-Attrs run_attrs(const Node& node, int64_t run_index, Draws& draws);
-// After a run: the gradients written to leaves, and (after the first run,
-// whose host changes the trace made) the host effects.
-void finish_run(const Graph& graph, const std::vector<Tensor>& env, int64_t run_index);
+// The node's attrs for this run: refreshed, and for a random node the seed
+// and offset of its draw (a new draw reserves its counters from the default
+// generator now, a replay takes its draw's).
+Attrs run_attrs(const Node& node, Draws& draws);
+// After a run: the gradients written to leaves, and the host effects.
+void finish_run(const Graph& graph, const std::vector<Tensor>& env);
 
 }  // namespace tessera::graph

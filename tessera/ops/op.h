@@ -85,7 +85,8 @@ struct OpDef {
   // Empty for ops that return new tensors.
   std::vector<int> writes;
   // An integer attr that counts the op's calls (Adam's step, which its bias
-  // correction reads): a traced graph advances it by one on every run.
+  // correction reads). A graph must not bake it in: a trace fails unless
+  // the caller refreshes it for every run (record_attr_refresh).
   std::string counter_attr;
   // The dispatcher hands the kernel contiguous inputs (copying strided ones
   // first, outside the kernel), so the kernel allocates nothing hidden.

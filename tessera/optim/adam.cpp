@@ -46,6 +46,11 @@ void Adam::step() {
                   .decoupled_weight_decay = decoupled_weight_decay_,
                   .step = ++state.step});
       record_step_for_graph(index - 1);
+      // A graph's run reads the count it advances (the bias correction).
+      if (mode_active()) {
+        record_attr_refresh(
+            [this, i = index - 1](Attrs& attrs) { attrs.set("step", this->state(i).step + 1); });
+      }
       record_lr_for_graph(group);
     }
   }

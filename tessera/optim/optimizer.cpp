@@ -33,7 +33,11 @@ const std::vector<Tensor>& Optimizer::param_group(size_t group) const {
 }
 
 void Optimizer::record_step_for_graph(size_t index) {
-  if (mode_active()) record_host_effect([this, index] { ++states_[index].step; });
+  if (!mode_active()) return;
+  // A trace leaves the count where it was; every run of the graph advances
+  // it, so plans compiled at different times share one count.
+  --states_[index].step;
+  record_host_effect([this, index] { ++states_[index].step; });
 }
 
 void Optimizer::check_group(size_t group) const {

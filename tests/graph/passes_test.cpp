@@ -122,8 +122,8 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
     const TensorVector passed = graph::run(optimised, {x, y});
     // The executor, twice: the second run reuses the first one's arena.
     graph::Executor executor(optimised);
-    executor.run({y, x}, 0);
-    const TensorVector executed = executor.run({x, y}, 1);
+    executor.run({y, x});
+    const TensorVector executed = executor.run({x, y});
     for (size_t o = 0; o < expected.size(); ++o) {
       EXPECT_TRUE(all_close(executed[o], expected[o])) << "trial " << trial << "\n"
                                                        << optimised.str();
@@ -306,7 +306,7 @@ TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   EXPECT_HAS(plan.str(), "lower bound");
   // Runs from the arena give the interpreter's values and gradients.
   graph::Executor executor(traced);
-  const double loss = executor.run({x, labels}, 0)[0].item<double>();
+  const double loss = executor.run({x, labels})[0].item<double>();
   const Tensor weight_grad = first.weight.grad().clone();
   first.weight.impl().grad.reset();
   EXPECT_EQ(loss, graph::run(traced, {x, labels})[0].item<double>());
