@@ -150,12 +150,71 @@ CompiledFunction::CompiledFunction(TracedFn fn, CompileOptions options)
   check_pass_names(options_.disabled_passes);
 }
 
+void CompiledFunction::note_marks(const TensorVector& inputs) {
+  if (marks_.size() < inputs.size()) marks_.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (int64_t dim : dynamic_dims(inputs[i])) {
+      std::vector<int64_t>& dims = marks_[i];
+      if (std::find(dims.begin(), dims.end(), dim) != dims.end()) continue;
+      dims.push_back(dim);
+      std::sort(dims.begin(), dims.end());
+      templates_.clear();  // made for other marks
+    }
+  }
+}
+
+bool CompiledFunction::has_marks() const {
+  return std::any_of(marks_.begin(), marks_.end(), [](const auto& dims) { return !dims.empty(); });
+}
+
+std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector& signature) {
+  for (size_t t = 0; t < templates_.size(); ++t) {
+    const ShapeTemplate& shape_template = *templates_[t];
+    const std::optional<std::vector<int64_t>> sizes = shape_template.sizes_of(signature);
+    if (!sizes) continue;
+    std::string changed;
+    for (const auto& guard : shape_template.traced().host().guards) {
+      changed = guard();
+      if (!changed.empty()) break;
+    }
+    if (!changed.empty()) {  // the template baked in what the host changed
+      templates_.erase(templates_.begin() + static_cast<std::ptrdiff_t>(t));
+      return std::nullopt;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      Plan plan{signature, std::make_shared<Executor>(run_passes(shape_template.instantiate(*sizes),
+                                                                 options_.disabled_passes))};
+      ++replans_;
+      if (explain()) {
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        std::cerr << "[graph::compile] re-planned for " << shape_template.describe(*sizes)
+                  << " (dynamic; no trace): " << plan.executor->graph().nodes().size()
+                  << " nodes in " << std::fixed << std::setprecision(1) << ms << " ms; "
+                  << plan.executor->memory().str() << "\n";
+      }
+      return plan;
+    } catch (const Error& error) {
+      if (explain()) {
+        std::cerr << "[graph::compile] cannot re-plan for " << shape_template.describe(*sizes)
+                  << ", tracing again: " << error.what() << "\n";
+      }
+      templates_.erase(templates_.begin() + static_cast<std::ptrdiff_t>(t));
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inputs) {
   MetaVector signature;
   for (const Tensor& input : inputs) {
     TESSERA_CHECK(input.defined(), "[graph::compile] an input is undefined");
     signature.push_back(input.meta());
   }
+  note_marks(inputs);
   for (size_t p = 0; p < plans_.size(); ++p) {
     const MetaVector& cached = plans_[p].signature;
     if (cached.size() != signature.size() ||
@@ -171,7 +230,9 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
       last_ = static_cast<int>(p);
       return plans_[p];
     }
-    // The host state the plan baked in changed: trace again in its place.
+    // The host state the plan baked in changed: trace again in its place
+    // (and make the dynamic dims' template again too).
+    templates_.clear();
     if (explain()) {
       std::cerr << "[graph::compile] compiling again (compile " << compiles_ + 1 << "): " << changed
                 << "\n";
@@ -180,6 +241,13 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
     ++compiles_;
     last_ = static_cast<int>(p);
     return plans_[p];
+  }
+  if (!dynamic_refused_ && has_marks()) {
+    if (std::optional<Plan> plan = replan(signature)) {
+      plans_.push_back(std::move(*plan));
+      last_ = static_cast<int>(plans_.size()) - 1;
+      return plans_.back();
+    }
   }
   if (explain() && !plans_.empty()) {
     std::cerr << "[graph::compile] compiling again (compile " << compiles_ + 1
@@ -194,6 +262,7 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
 TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
   if (!warmed_up_) {
     warmed_up_ = true;
+    note_marks(inputs);
     return fn_(inputs);  // makes lazily created state (optimizer buffers, gradients)
   }
   Plan& plan = plans_[static_cast<size_t>((plan_for(inputs), last_))];
@@ -203,8 +272,27 @@ TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
 CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signature,
                                                       const TensorVector& inputs) {
   const auto start = std::chrono::steady_clock::now();
-  Plan plan{signature,
-            std::make_shared<Executor>(run_passes(trace(fn_, inputs), options_.disabled_passes))};
+  Graph traced = trace(fn_, inputs);
+  if (!dynamic_refused_ && has_marks()) {
+    // Trace at probe sizes too, so that later sizes re-plan without a trace.
+    try {
+      templates_.push_back(std::make_shared<const ShapeTemplate>(fn_, signature, traced,
+                                                                 group_sizes(signature, marks_)));
+    } catch (const Error& error) {
+      dynamic_refused_ = true;
+      std::string dims;
+      for (size_t i = 0; i < marks_.size(); ++i) {
+        for (int64_t dim : marks_[i]) {
+          dims += (dims.empty() ? "" : ", ") + std::string("input ") + std::to_string(i) + " dim " +
+                  std::to_string(dim);
+        }
+      }
+      std::cerr << "[graph::compile] the dims marked dynamic (" << dims
+                << ") cannot be dynamic in this function, so each size compiles on its own: "
+                << error.what() << "\n";
+    }
+  }
+  Plan plan{signature, std::make_shared<Executor>(run_passes(traced, options_.disabled_passes))};
   if (explain()) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -27,11 +27,17 @@
 // TESSERA_GRAPH_EXPLAIN=1 in the environment it says on stderr what
 // changed. A plan's outputs carry no autograd tape: compile the backward
 // inside the function.
+//
+// A dim marked with graph::dynamic (graph/dynamic.h) may change size
+// without a trace: the call re-plans the traced graph for the new size
+// (shapes, passes, memory) and counts as a re-plan, not a compile.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tessera/graph/dynamic.h"
 #include "tessera/graph/executor.h"
 #include "tessera/graph/ir.h"
 #include "tessera/graph/trace.h"
@@ -74,6 +80,8 @@ class CompiledFunction {
 
   // How many times the function was traced and compiled.
   int compiles() const { return compiles_; }
+  // How many plans were made for new dynamic sizes without a trace.
+  int replans() const { return replans_; }
   // The graph the last call ran, and its memory plan.
   const Graph& last_graph() const;
   const MemoryPlan& last_memory_plan() const;
@@ -85,11 +93,21 @@ class CompiledFunction {
   };
   Plan compile_plan(const MetaVector& signature, const TensorVector& inputs);
   const Plan& plan_for(const TensorVector& inputs);
+  // A plan for `signature` from a template of the dynamic dims, if one
+  // fits and re-plans; none otherwise.
+  std::optional<Plan> replan(const MetaVector& signature);
+  void note_marks(const TensorVector& inputs);
+  bool has_marks() const;
 
   TracedFn fn_;
   CompileOptions options_;
   std::vector<Plan> plans_;
+  // Per input position, the dims ever marked dynamic.
+  std::vector<std::vector<int64_t>> marks_;
+  std::vector<std::shared_ptr<const ShapeTemplate>> templates_;
+  bool dynamic_refused_ = false;  // the function cannot have dynamic dims
   int compiles_ = 0;
+  int replans_ = 0;
   int last_ = -1;
   bool warmed_up_ = false;
 };

@@ -231,24 +231,28 @@ class Tracer final : public Handler {
 
 }  // namespace
 
-Graph trace(const TracedFn& fn, const TensorVector& examples) {
+namespace {
+
+// An input of a trace: its shard's meta (a local input's own) and, for a
+// global input, the global tensor's.
+struct TraceInput {
+  TensorMeta shard;
+  TensorMeta global;
+};
+
+Graph trace_inputs(const TracedFn& fn, const std::vector<TraceInput>& inputs) {
   Graph graph;
   Tracer tracer(graph);
   // Global tensors made during the trace around stand-ins are not plans.
   ShardTraceScope shards;
   TensorVector placeholders;
-  for (const Tensor& example : examples) {
-    TESSERA_CHECK(example.defined(), "[graph::trace] an example input is undefined");
-    const Tensor shard = shard_of(example);
-    TESSERA_CHECK(shard.defined(), "[graph::trace] global input ", placeholders.size(),
-                  " has no shard on this rank; a traced function runs on ranks of its placements");
-    Tensor placeholder = Tensor::empty(shard.shape(), shard.dtype(), Device::meta());
-    tracer.bind(placeholder,
-                graph.add_input(shard.meta(), example.is_global() ? example.meta() : TensorMeta{}));
-    placeholders.push_back(example.is_global()
-                               ? make_global(placeholder, example.shape(), example.dtype(),
-                                             example.placement(), example.nd_sbp())
-                               : placeholder);
+  for (const TraceInput& input : inputs) {
+    Tensor placeholder = Tensor::empty(input.shard.shape, input.shard.dtype, Device::meta());
+    tracer.bind(placeholder, graph.add_input(input.shard, input.global));
+    const TensorMeta& global = input.global;
+    placeholders.push_back(global.is_global() ? make_global(placeholder, global.shape, global.dtype,
+                                                            global.placement, global.sbp)
+                                              : placeholder);
   }
   // The trace reserves counters for the random ops it records; the runs
   // reserve them again, so the generator goes back to where it was.
@@ -296,6 +300,29 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
   }
   graph.set_outputs(std::move(outputs), std::move(globals));
   return graph;
+}
+
+}  // namespace
+
+Graph trace(const TracedFn& fn, const TensorVector& examples) {
+  std::vector<TraceInput> inputs;
+  for (const Tensor& example : examples) {
+    TESSERA_CHECK(example.defined(), "[graph::trace] an example input is undefined");
+    const Tensor shard = shard_of(example);
+    TESSERA_CHECK(shard.defined(), "[graph::trace] global input ", inputs.size(),
+                  " has no shard on this rank; a traced function runs on ranks of its placements");
+    inputs.push_back({shard.meta(), example.is_global() ? example.meta() : TensorMeta{}});
+  }
+  return trace_inputs(fn, inputs);
+}
+
+Graph trace(const TracedFn& fn, const MetaVector& inputs) {
+  std::vector<TraceInput> traced;
+  for (const TensorMeta& meta : inputs) {
+    TESSERA_CHECK(!meta.is_global(), "[graph::trace] traced from metas, inputs must be local");
+    traced.push_back({meta, TensorMeta{}});
+  }
+  return trace_inputs(fn, traced);
 }
 
 bool has_run_attrs(const Node& node) {

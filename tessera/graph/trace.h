@@ -29,6 +29,8 @@ using TracedFn = std::function<TensorVector(const TensorVector&)>;
 // The graph of `fn` for inputs like `examples` (their metas; the values are
 // not read).
 Graph trace(const TracedFn& fn, const TensorVector& examples);
+// The same for local inputs of these metas.
+Graph trace(const TracedFn& fn, const MetaVector& inputs);
 
 // Runs the graph eagerly, node by node, on real inputs (an interpreter:
 // the reference the compiled executor is checked against). Writes to
