@@ -11,6 +11,11 @@
    allocator held during the steps, less the parameters and the optimizer's
    state: the gradients, activations and temporaries (compiled: the arena,
    the gradient buffers and what a run allocates).
+3. Compile cost (bench/train_bench.cpp --compile-times): for each model the
+   seconds graph::compile spends tracing and planning its training step;
+   the same with the batch dim marked dynamic (graph::dynamic: the trace
+   plus two probe traces); and the re-plan for a batch of three quarters
+   the size, which traces nothing.
 
 Every (program, setting) runs in a fresh process, alternating, --repetitions
 times; each process reports its own median. The tables print medians.
@@ -78,6 +83,10 @@ def main():
     print("(speed-up: eager / compiled time; vs PyTorch: PyTorch eager / Tessera compiled;\n"
           " MiB: gradients + activations + temporaries at the peak; memory: compiled / eager)")
     train_bench = os.path.join(folder, "bench", "train_bench")
+
+    def median(results, key):
+        return statistics.median(r[key] for r in results)
+
     torch_train = [TORCH_PYTHON, os.path.join(ROOT, "bench", "train_torch.py")]
     for model in args.models.split(","):
         steps = ["--steps", "20" if model == "small_mlp" else "5", "--rounds", "5"]
@@ -87,9 +96,6 @@ def main():
             compiled.append(run([train_bench, model, "--compile", "1"] + steps + threads, env))
             theirs.append(run(torch_train + [model] + steps + threads, env))
 
-        def median(results, key):
-            return statistics.median(r[key] for r in results)
-
         t_eager, t_compiled = median(eager, "step_seconds"), median(compiled, "step_seconds")
         t_torch = median(theirs, "step_seconds")
         m_eager, m_compiled = median(eager, "step_peak_bytes"), median(compiled, "step_peak_bytes")
@@ -98,6 +104,20 @@ def main():
               f"{t_eager / t_compiled:>8.2f}x {t_torch / t_compiled:>10.2f}x "
               f"{m_eager / mib:>10.2f} {m_compiled / mib:>13.2f} "
               f"{(m_compiled / m_eager if m_eager else float('nan')):>6.2f}x")
+        sys.stdout.flush()
+
+    print(f"\n== compile cost of the training step, median of {args.repetitions} processes "
+          "(each the median of 5 compiles)")
+    print(f"{'model':<10} {'nodes':>6} {'compile ms':>11} {'dynamic ms':>11} {'re-plan ms':>11} "
+          f"{'re-plan/compile':>16} {'re-plan/dynamic':>16}")
+    for model in [m for m in args.models.split(",") if m]:
+        results = [run([train_bench, model, "--compile-times", "1", "--rounds", "5"] + threads, env)
+                   for _ in range(args.repetitions)]
+        compile_s = median(results, "compile_seconds")
+        dynamic_s = median(results, "dynamic_compile_seconds")
+        replan_s = median(results, "replan_seconds")
+        print(f"{model:<10} {results[0]['nodes']:>6} {compile_s * 1e3:>11.2f} {dynamic_s * 1e3:>11.2f} "
+              f"{replan_s * 1e3:>11.2f} {replan_s / compile_s:>15.2f}x {replan_s / dynamic_s:>15.2f}x")
         sys.stdout.flush()
     return 0
 

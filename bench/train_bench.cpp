@@ -2,7 +2,12 @@
 // next to bench/train_torch.py). Same models, batches and optimizers; prints
 // one JSON line with the median step time and memory figures.
 //
-// Usage: train_bench MODEL [--steps N] [--rounds R] [--threads T]
+// Usage: train_bench MODEL [--steps N] [--rounds R] [--threads T] [--compile 0|1]
+//        train_bench MODEL --compile-times 1 [--rounds R]
+// The second form prints the cost of compiling the step (graph::compile):
+// a trace and plan at the batch size, the same with the batch dim dynamic
+// (graph::dynamic: the trace and its probe traces), and the re-plan for a
+// batch of three quarters the size, which traces nothing.
 
 #include <sys/resource.h>
 
@@ -99,6 +104,56 @@ Workload make(const std::string& name) {
   return w;
 }
 
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Compile, dynamic compile and re-plan seconds, medians of `rounds` fresh
+// compiled functions.
+int compile_times(const std::string& name, int rounds) {
+  manual_seed(0);
+  Workload w = make(name);
+  auto eager_step = [&](const TensorVector& in) -> TensorVector {
+    w.optimizer->zero_grad();
+    Tensor loss = w.loss(w.model->forward(in[0]), in[1]);
+    loss.backward();
+    w.optimizer->step();
+    return {loss};
+  };
+  const int64_t rows = w.x.size(0), fewer = std::max<int64_t>(1, rows * 3 / 4);
+  const Tensor x2 = w.x.narrow(0, 0, fewer).contiguous(), y2 = w.y.narrow(0, 0, fewer).contiguous();
+  std::vector<double> compile, dynamic_compile, replan;
+  size_t nodes = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto fixed = graph::compile(eager_step);
+    fixed({w.x, w.y});  // eager
+    fixed({w.x, w.y});  // traces and plans
+    compile.push_back(fixed.compile_seconds());
+    nodes = fixed.last_graph().nodes().size();
+    auto dynamic = graph::compile(eager_step);
+    auto marked = [](const Tensor& x, const Tensor& y) {
+      return TensorVector{graph::dynamic(x, 0), graph::dynamic(y, 0)};
+    };
+    dynamic(marked(w.x, w.y));
+    dynamic(marked(w.x, w.y));
+    dynamic(marked(x2, y2));  // re-plans
+    if (dynamic.compiles() != 1 || dynamic.replans() != 1) {
+      std::fprintf(stderr, "train_bench: the batch dim of %s did not re-plan\n", name.c_str());
+      return 1;
+    }
+    dynamic_compile.push_back(dynamic.compile_seconds());
+    replan.push_back(dynamic.replan_seconds());
+  }
+  std::printf(
+      "{\"framework\": \"tessera\", \"model\": \"%s\", \"batch\": %lld, \"replan_batch\": %lld, "
+      "\"nodes\": %zu, \"compile_seconds\": %.6f, \"dynamic_compile_seconds\": %.6f, "
+      "\"replan_seconds\": %.6f, \"threads\": %d}\n",
+      name.c_str(), static_cast<long long>(rows), static_cast<long long>(fewer), nodes,
+      median_of(compile), median_of(dynamic_compile), median_of(replan), num_threads());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,7 +166,7 @@ int main(int argc, char** argv) {
   }
   const std::string name = argv[1];
   int steps = 10, rounds = 5;
-  bool compiled = false;
+  bool compiled = false, times_of_compiles = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
@@ -120,7 +175,10 @@ int main(int argc, char** argv) {
     else if (flag == "--threads" && value > 0) set_num_threads(value);
     else if (flag == "--compile")
       compiled = value != 0;
+    else if (flag == "--compile-times")
+      times_of_compiles = value != 0;
   }
+  if (times_of_compiles) return compile_times(name, rounds);
   manual_seed(0);
   const int64_t rss_before = rss_bytes();
   Workload w = make(name);

@@ -40,11 +40,20 @@ void compile_a_function() {
 }
 
 void recompile_on_a_new_shape() {
-  std::printf("== 2. a new input shape compiles again (TESSERA_GRAPH_EXPLAIN=1 says why)\n");
+  std::printf(
+      "== 2. a new input shape compiles again (TESSERA_GRAPH_EXPLAIN=1 says why), "
+      "unless its dim is dynamic\n");
   auto double_it =
       graph::compile([](const TensorVector& in) -> TensorVector { return {in[0] * 2.0}; });
   for (int64_t batch : {4, 4, 4, 8}) double_it({ones({batch, 3})});
-  std::printf("compiles: %d (batch 4, then batch 8)\n\n", double_it.compiles());
+  std::printf("compiles: %d (batch 4, then batch 8)\n", double_it.compiles());
+  // With the batch dim marked dynamic, a new batch size re-plans the traced
+  // graph (shapes and memory) without tracing the function again.
+  auto double_any_batch =
+      graph::compile([](const TensorVector& in) -> TensorVector { return {in[0] * 2.0}; });
+  for (int64_t batch : {4, 4, 4, 8, 5}) double_any_batch({graph::dynamic(ones({batch, 3}), 0)});
+  std::printf("compiles: %d, re-plans: %d (batch 4 traced; 8 and 5 re-planned)\n\n",
+              double_any_batch.compiles(), double_any_batch.replans());
 }
 
 void what_cannot_be_traced() {

@@ -186,10 +186,11 @@ std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector&
       Plan plan{signature, std::make_shared<Executor>(run_passes(shape_template.instantiate(*sizes),
                                                                  options_.disabled_passes))};
       ++replans_;
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      replan_seconds_ += ms / 1e3;
       if (explain()) {
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
         std::cerr << "[graph::compile] re-planned for " << shape_template.describe(*sizes)
                   << " (dynamic; no trace): " << plan.executor->graph().nodes().size()
                   << " nodes in " << std::fixed << std::setprecision(1) << ms << " ms; "
@@ -293,9 +294,10 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
     }
   }
   Plan plan{signature, std::make_shared<Executor>(run_passes(traced, options_.disabled_passes))};
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  compile_seconds_ += ms / 1e3;
   if (explain()) {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "[graph::compile] compile " << compiles_ + 1 << ": "
               << plan.executor->graph().nodes().size() << " nodes"
               << (plan.executor->graph().is_global() ? " (this rank's part of a global step)" : "")

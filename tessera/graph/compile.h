@@ -82,6 +82,10 @@ class CompiledFunction {
   int compiles() const { return compiles_; }
   // How many plans were made for new dynamic sizes without a trace.
   int replans() const { return replans_; }
+  // Seconds spent tracing and planning (the compiles, probe traces
+  // included), and re-planning.
+  double compile_seconds() const { return compile_seconds_; }
+  double replan_seconds() const { return replan_seconds_; }
   // The graph the last call ran, and its memory plan.
   const Graph& last_graph() const;
   const MemoryPlan& last_memory_plan() const;
@@ -108,6 +112,8 @@ class CompiledFunction {
   bool dynamic_refused_ = false;  // the function cannot have dynamic dims
   int compiles_ = 0;
   int replans_ = 0;
+  double compile_seconds_ = 0;
+  double replan_seconds_ = 0;
   int last_ = -1;
   bool warmed_up_ = false;
 };
