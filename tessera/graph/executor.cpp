@@ -1,5 +1,8 @@
 #include "tessera/graph/executor.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "tessera/core/grad_mode.h"
 #include "tessera/core/rng.h"
 #include "tessera/graph/fused.h"
@@ -42,6 +45,19 @@ Tensor arena_view(const Tensor& arena, int64_t offset, const TensorMeta& meta) {
   return Tensor(std::move(impl));
 }
 
+// Waits for a collective still writing (or reading) the tensors' memory.
+void wait_for_collectives(const TensorVector& tensors) {
+  for (const Tensor& tensor : tensors) {
+    Storage* storage = tensor.defined() ? tensor.impl().storage.get() : nullptr;
+    if (storage != nullptr && storage->has_pending()) storage->wait_pending();
+  }
+}
+
+bool overlap_collectives() {
+  const char* value = std::getenv("TESSERA_GRAPH_OVERLAP");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
 }  // namespace
 
 Executor::Executor(Graph graph)
@@ -65,9 +81,12 @@ Executor::Executor(Graph graph)
   }
   for (const auto& [id, tensor] : graph_.constants()) env_[static_cast<size_t>(id)] = tensor;
 
+  const bool overlap = overlap_collectives();
   for (const Node& node : graph_.nodes()) {
     Step step;
     step.dynamic_attrs = has_run_attrs(node);
+    step.async_collective =
+        overlap && node.op->kind == OpKind::collective && !node.op->writes.empty();
     const bool direct =
         local_cpu(graph_, node) && node.op->kind != OpKind::collective && !node.op->global_only;
     if (node.fused) {
@@ -141,6 +160,8 @@ TensorVector Executor::run(const TensorVector& inputs) {
       case StepKind::fused: {
         TensorVector outputs;
         for (int output : node.outputs) outputs.push_back(output_tensor(output));
+        wait_for_collectives(args);
+        wait_for_collectives(outputs);
         run_fused_into(*node.fused, args, outputs);
         for (size_t o = 0; o < outputs.size(); ++o)
           env_[static_cast<size_t>(node.outputs[o])] = outputs[o];
@@ -153,6 +174,8 @@ TensorVector Executor::run(const TensorVector& inputs) {
         } else {
           for (int output : node.outputs) outputs.push_back(output_tensor(output));
         }
+        wait_for_collectives(args);
+        wait_for_collectives(outputs);
         if (node.op->contiguous_inputs) {
           for (Tensor& arg : args) {
             if (!arg.is_contiguous()) arg = arg.contiguous();
@@ -169,7 +192,14 @@ TensorVector Executor::run(const TensorVector& inputs) {
         break;
       }
       case StepKind::dispatch: {
-        const TensorVector results = call(*node.op, args, attrs);
+        TensorVector results;
+        if (step.async_collective) {
+          Attrs launched = attrs;
+          launched.set("async", true);
+          results = call(*node.op, args, launched);
+        } else {
+          results = call(*node.op, args, attrs);
+        }
         for (size_t o = 0; o < node.outputs.size(); ++o) {
           const auto v = static_cast<size_t>(node.outputs[o]);
           if (storage_[v] == Storage::arena) {

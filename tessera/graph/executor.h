@@ -19,6 +19,16 @@
 // and checks (the trace made them). Nodes the direct path does not cover
 // (collectives, global or non-CPU tensors, 16-bit floats that compute
 // widened) go through the dispatcher as the interpreter (graph::run) does.
+//
+// A collective that writes its input in place (the data-parallel gradient
+// bucket's all_reduce_) is launched asynchronously where the backend runs
+// collectives on a thread of their own (Gloo): the nodes after it that do
+// not read the bucket (the rest of backward) run while it moves, and the
+// first node that reads or writes its memory waits for it, as eager's
+// dispatcher does. Its memory stays the bucket's until its last reader
+// (the memory plan keeps an in-place write's input alive as long as its
+// output), so nothing else is written there while it is in flight.
+// TESSERA_GRAPH_OVERLAP=0 runs every collective blocking.
 
 #include <memory>
 
@@ -46,6 +56,7 @@ class Executor {
     StepKind kind = StepKind::dispatch;
     KernelFn kernel = nullptr;
     bool dynamic_attrs = false;  // random draws, counters, refreshed attrs
+    bool async_collective = false;
     TensorVector view_inputs;    // the inputs the cached view was made from
   };
   // How a node output's tensor is made: in the arena, or a new tensor each
