@@ -459,7 +459,10 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
   }
   std::unordered_map<int, Tensor> constants;
   for (const auto& [id, tensor] : traced_.constants()) {
-    constants[id] = Tensor::scalar(next(), tensor.dtype());
+    const bool whole = !is_floating(tensor.dtype());
+    constants[id] = Tensor::scalar(
+        whole ? static_cast<double>(next_whole(str_cat("the constant %", id))) : next(),
+        tensor.dtype());
   }
 
   // The values in the trace's order, so every id stays what it was.

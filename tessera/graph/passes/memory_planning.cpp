@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 
 #include "tessera/graph/passes/passes.h"
@@ -131,21 +132,36 @@ MemoryPlan plan_memory(const Graph& graph) {
   plan.lower_bound = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   for (const Interval& it : intervals) plan.unplanned_bytes += it.bytes;
 
-  // Two orders of placement; the smaller arena wins.
-  std::vector<size_t> by_size(intervals.size()), by_start(intervals.size());
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::iota(by_start.begin(), by_start.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; });
-  std::vector<int64_t> size_offsets(intervals.size()), start_offsets(intervals.size());
-  const int64_t size_peak = place(intervals, by_size, size_offsets);
-  const int64_t start_peak = place(intervals, by_start, start_offsets);
-  const bool size_wins = size_peak <= start_peak;
-  plan.arena_bytes = size_wins ? size_peak : start_peak;
-  plan.heuristic = size_wins ? "largest first, best fit" : "in execution order, best fit";
-  const std::vector<int64_t>& offsets = size_wins ? size_offsets : start_offsets;
+  // Several orders of placement, each packed best fit; the smallest arena
+  // wins (ties: the earlier order).
+  auto span = [&](size_t i) { return int64_t{intervals[i].last - intervals[i].first + 1}; };
+  const std::pair<const char*, std::function<bool(size_t, size_t)>> orders[] = {
+      {"largest first, best fit",
+       [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; }},
+      {"in execution order, best fit", [](size_t a, size_t b) { return a < b; }},
+      {"longest-lived first, best fit", [&](size_t a, size_t b) { return span(a) > span(b); }},
+      {"largest bytes x lifetime first, best fit",
+       [&](size_t a, size_t b) {
+         return static_cast<double>(intervals[a].bytes) * static_cast<double>(span(a)) >
+                static_cast<double>(intervals[b].bytes) * static_cast<double>(span(b));
+       }},
+  };
+  std::vector<int64_t> best_offsets;
+  plan.arena_bytes = -1;
+  for (const auto& [name, before] : orders) {
+    std::vector<size_t> order(intervals.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
+    std::vector<int64_t> offsets(intervals.size());
+    const int64_t peak = place(intervals, order, offsets);
+    if (plan.arena_bytes >= 0 && peak >= plan.arena_bytes) continue;
+    plan.arena_bytes = peak;
+    plan.heuristic = name;
+    best_offsets = std::move(offsets);
+  }
+  if (plan.arena_bytes < 0) plan.arena_bytes = 0;
   for (size_t i = 0; i < intervals.size(); ++i) {
-    plan.offsets[static_cast<size_t>(intervals[i].value)] = offsets[i];
+    plan.offsets[static_cast<size_t>(intervals[i].value)] = best_offsets[i];
   }
   return plan;
 }
