@@ -104,6 +104,17 @@ Workload make(const std::string& name) {
   return w;
 }
 
+// One training step of `w`: forward, loss, backward, update.
+graph::TracedFn training_step(Workload& w) {
+  return [&w](const TensorVector& in) -> TensorVector {
+    w.optimizer->zero_grad();
+    Tensor loss = w.loss(w.model->forward(in[0]), in[1]);
+    loss.backward();
+    w.optimizer->step();
+    return {loss};
+  };
+}
+
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -114,13 +125,7 @@ double median_of(std::vector<double> values) {
 int compile_times(const std::string& name, int rounds) {
   manual_seed(0);
   Workload w = make(name);
-  auto eager_step = [&](const TensorVector& in) -> TensorVector {
-    w.optimizer->zero_grad();
-    Tensor loss = w.loss(w.model->forward(in[0]), in[1]);
-    loss.backward();
-    w.optimizer->step();
-    return {loss};
-  };
+  const graph::TracedFn eager_step = training_step(w);
   const int64_t rows = w.x.size(0), fewer = std::max<int64_t>(1, rows * 3 / 4);
   const Tensor x2 = w.x.narrow(0, 0, fewer).contiguous(), y2 = w.y.narrow(0, 0, fewer).contiguous();
   std::vector<double> compile, dynamic_compile, replan;
@@ -184,13 +189,7 @@ int main(int argc, char** argv) {
   Workload w = make(name);
   // The whole step, eager; with --compile 1, traced into one graph
   // (graph::compile: the first call runs eagerly, the second traces).
-  auto eager_step = [&](const TensorVector& in) -> TensorVector {
-    w.optimizer->zero_grad();
-    Tensor loss = w.loss(w.model->forward(in[0]), in[1]);
-    loss.backward();
-    w.optimizer->step();
-    return {loss};
-  };
+  const graph::TracedFn eager_step = training_step(w);
   auto compiled_step = graph::compile(eager_step);
   auto step = [&] {
     if (compiled) {

@@ -4,15 +4,14 @@
 #include "examples/models/gpt.h"
 #include "tessera/graph/compile.h"
 #include "testing.h"
+#include "training_run.h"
 
 namespace tessera::testing {
 namespace {
 
 using Batch = std::pair<Tensor, Tensor>;
 
-struct Trained {
-  std::vector<double> losses;
-  std::vector<Tensor> params;
+struct Trained : TrainingRun {
   int calls = 0;  // how often the step function itself ran (eagerly or traced)
   int compiles = 0, replans = 0;
 };
@@ -48,17 +47,6 @@ Trained train(std::shared_ptr<Model> model, MakeOptimizer make_optimizer, LossFn
   return out;
 }
 
-void expect_equal(const Trained& eager, const Trained& compiled) {
-  ASSERT_EQ(eager.losses.size(), compiled.losses.size());
-  for (size_t i = 0; i < eager.losses.size(); ++i) {
-    EXPECT_EQ(eager.losses[i], compiled.losses[i]) << "step " << i;
-  }
-  ASSERT_EQ(eager.params.size(), compiled.params.size());
-  for (size_t i = 0; i < eager.params.size(); ++i) {
-    EXPECT_TRUE(equal(eager.params[i], compiled.params[i])) << "parameter " << i;
-  }
-}
-
 std::vector<Batch> class_batches(const std::vector<int64_t>& rows) {
   std::vector<Batch> batches;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -89,7 +77,7 @@ TEST(GraphDynamic, NewBatchSizesReplanWithoutTracingAndMatchEager) {
   const Trained eager = train(make_mlp(), sgd_momentum, cross_entropy_of, batches, false, {});
   const Trained compiled =
       train(make_mlp(), sgd_momentum, cross_entropy_of, batches, true, {{0}, {0}});
-  expect_equal(eager, compiled);
+  expect_same_run(eager, compiled);
   EXPECT_EQ(compiled.compiles, 1);
   EXPECT_EQ(compiled.replans, 2);
   // One eager warm-up call, the trace and its two probes.
@@ -137,7 +125,7 @@ TEST(GraphDynamic, AGptWithDropoutReplansForNewBatchSizes) {
   const Trained eager = train(make(), adamw, token_loss, batches, false, {});
   manual_seed(9);
   const Trained compiled = train(make(), adamw, token_loss, batches, true, {{0}, {0}});
-  expect_equal(eager, compiled);
+  expect_same_run(eager, compiled);
   EXPECT_EQ(compiled.compiles, 1);
   EXPECT_EQ(compiled.replans, 2);
 }
@@ -157,7 +145,7 @@ TEST(GraphDynamic, BatchAndSequenceLengthCanBothBeDynamic) {
   const Trained eager = train(make(), adamw, token_loss, batches, false, {});
   manual_seed(10);
   const Trained compiled = train(make(), adamw, token_loss, batches, true, {{0, 1}, {0, 1}});
-  expect_equal(eager, compiled);
+  expect_same_run(eager, compiled);
   EXPECT_EQ(compiled.compiles, 1);
   EXPECT_EQ(compiled.replans, 3);
 }

@@ -8,16 +8,14 @@
 #include "tessera/global/parallel.h"
 #include "tessera/graph/compile.h"
 #include "testing.h"
+#include "training_run.h"
 
 namespace tessera::testing {
 namespace {
 
 using LossFn = std::function<Tensor(const Tensor&, const Tensor&)>;
 
-struct Run {
-  std::vector<double> losses;
-  std::vector<Tensor> params;
-};
+using Run = TrainingRun;
 
 // `steps` steps of one model, eagerly or compiled, from the same seed.
 template <typename MakeModel, typename MakeOptimizer>
@@ -47,17 +45,6 @@ Run train(MakeModel make_model, MakeOptimizer make_optimizer, const LossFn& loss
   return run;
 }
 
-void expect_same(const Run& eager, const Run& compiled) {
-  ASSERT_EQ(eager.losses.size(), compiled.losses.size());
-  for (size_t i = 0; i < eager.losses.size(); ++i) {
-    EXPECT_EQ(eager.losses[i], compiled.losses[i]) << "step " << i;
-  }
-  ASSERT_EQ(eager.params.size(), compiled.params.size());
-  for (size_t i = 0; i < eager.params.size(); ++i) {
-    EXPECT_TRUE(equal(eager.params[i], compiled.params[i])) << "parameter " << i;
-  }
-}
-
 std::vector<std::pair<Tensor, Tensor>> class_batches(const Shape& shape, int count) {
   std::vector<std::pair<Tensor, Tensor>> batches;
   for (int i = 0; i < count; ++i) {
@@ -82,8 +69,8 @@ TEST(GraphTraining, MlpWithSgdMomentumMatchesEagerBitForBit) {
     return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
   };
   const auto batches = class_batches({32, 64}, 3);
-  expect_same(train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20),
-              train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20));
+  expect_same_run(train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20),
+                  train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20));
 }
 
 TEST(GraphTraining, CnnWithSgdMatchesEagerBitForBit) {
@@ -92,8 +79,8 @@ TEST(GraphTraining, CnnWithSgdMatchesEagerBitForBit) {
     return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
   };
   const auto batches = class_batches({8, 1, 28, 28}, 2);
-  expect_same(train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20),
-              train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20));
+  expect_same_run(train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20),
+                  train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20));
 }
 
 TEST(GraphTraining, GptWithAdamWAndDropoutMatchesEagerBitForBit) {
@@ -113,8 +100,8 @@ TEST(GraphTraining, GptWithAdamWAndDropoutMatchesEagerBitForBit) {
     manual_seed(200 + static_cast<uint64_t>(i));
     batches.emplace_back(randint(0, 32, {4, 16}), randint(0, 32, {4, 16}));
   }
-  expect_same(train(make_model, make_optimizer, loss_fn, batches, false, 20),
-              train(make_model, make_optimizer, loss_fn, batches, true, 20));
+  expect_same_run(train(make_model, make_optimizer, loss_fn, batches, false, 20),
+                  train(make_model, make_optimizer, loss_fn, batches, true, 20));
 }
 
 TEST(GraphTraining, AGlobalStepTracesIntoShardsAndMatchesEagerGlobal) {
@@ -143,7 +130,7 @@ TEST(GraphTraining, AGlobalStepTracesIntoShardsAndMatchesEagerGlobal) {
   }
   const auto eager = train(make_model, make_optimizer, loss_fn, batches, false, 10);
   const auto compiled = train(make_model, make_optimizer, loss_fn, batches, true, 10);
-  expect_same(eager, compiled);
+  expect_same_run(eager, compiled);
   for (const Tensor& param : compiled.params) EXPECT_TRUE(param.is_global());
 
   auto model = make_model();
@@ -194,8 +181,8 @@ TEST(GraphTraining, ATensorParallelGptOnOneRankMatchesEagerBitForBit) {
     batches.emplace_back(randint(0, 24, {4, 8}).to_global(one, Sbp::broadcast()),
                          randint(0, 24, {4, 8}));
   }
-  expect_same(train(make_model, make_optimizer, loss_fn, batches, false, 12),
-              train(make_model, make_optimizer, loss_fn, batches, true, 12));
+  expect_same_run(train(make_model, make_optimizer, loss_fn, batches, false, 12),
+                  train(make_model, make_optimizer, loss_fn, batches, true, 12));
 }
 
 TEST(GraphTraining, TheOptimizerKeepsCountingStepsAndReadsANewLearningRate) {
