@@ -3,7 +3,9 @@
 #include <functional>
 #include <numeric>
 
+#include "tessera/graph/ir.h"
 #include "tessera/graph/passes/passes.h"
+#include "tessera/ops/tile_kernels.h"
 
 namespace tessera::graph {
 
@@ -19,7 +21,50 @@ struct Interval {
   int value;
   int64_t bytes;
   int first, last;  // node indices, inclusive
+  // Values written over this one in place, sharing its memory.
+  std::vector<int> in_place = {};
 };
+
+// Whether the node may write its one output over an input of the same
+// shape and dtype: every output element is computed from the inputs'
+// elements at the same index only (or broadcast numbers). A fused program qualifies when its one
+// result is its last step (no step reads an input after the output tile is
+// written).
+bool may_write_over_input(const Node& node) {
+  if (node.outputs.size() != 1) return false;
+  if (node.fused) {
+    const FusedProgram& program = *node.fused;
+    return program.results.size() == 1 &&
+           program.results[0] == static_cast<int>(program.steps.size()) - 1;
+  }
+  // An op with a tile kernel (ops/tile_kernels.h) is such an op; other
+  // elementwise-kind ops (as_strided, copy_slices) move elements around.
+  return node.op->kind == OpKind::elementwise && node.op->writes.empty() && !node.op->view &&
+         tile_kernel(node.op->name) != nullptr;
+}
+
+// The interval of an input node `n` (see may_write_over_input) can write
+// its output over: one that dies at n, of the output's shape and dtype, and
+// not also read through a view (x * x.t() would read overwritten
+// elements); -1 if none.
+int dying_input(const Graph& graph, const Node& node, int n, const std::vector<int>& root,
+                const std::vector<int>& last_use, const std::vector<int>& interval_of) {
+  if (!may_write_over_input(node)) return -1;
+  const TensorMeta& out = graph.value(node.outputs[0]).meta;
+  for (int input : node.inputs) {
+    const int slot = interval_of[static_cast<size_t>(input)];
+    const TensorMeta& dying = graph.value(input).meta;
+    if (slot < 0 || last_use[static_cast<size_t>(input)] != n || dying.shape != out.shape ||
+        dying.dtype != out.dtype) {
+      continue;
+    }
+    const bool viewed_too = std::any_of(node.inputs.begin(), node.inputs.end(), [&](int other) {
+      return other != input && root[static_cast<size_t>(other)] == input;
+    });
+    if (!viewed_too) return slot;
+  }
+  return -1;
+}
 
 // Places every interval at the lowest offset where it overlaps no placed
 // interval that is live at the same time, visiting them in `order`.
@@ -105,63 +150,87 @@ MemoryPlan plan_memory(const Graph& graph) {
   plan.roots = root;
 
   // The arena holds the outputs of nodes that make new tensors on the CPU
-  // and that no caller keeps: temporaries, and the gradients (above).
-  std::vector<Interval> intervals;
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    const Node& node = nodes[n];
-    if ((node.op->view || !node.op->writes.empty()) && !node.fused) continue;
-    if (node.op->kind == OpKind::collective) continue;
-    for (int output : node.outputs) {
-      const auto v = static_cast<size_t>(output);
-      const TensorMeta& meta = graph.value(output).meta;
-      if (root[v] != output || escapes[v] || meta.is_global() || meta.device != Device{}) continue;
-      const int64_t bytes =
-          aligned(numel(meta.shape) * static_cast<int64_t>(dtype_size(meta.dtype)));
-      if (bytes == 0) continue;
-      const int last =
-          std::min(std::max(last_use[v], static_cast<int>(n)), static_cast<int>(nodes.size()) - 1);
-      intervals.push_back({output, bytes, static_cast<int>(n), last});
+  // and that no caller keeps: temporaries, and the gradients (above). With
+  // `in_place`, an elementwise node whose input dies there writes its
+  // output over it: the two share one interval.
+  auto intervals_of = [&](bool in_place) {
+    std::vector<Interval> intervals;
+    std::vector<int> interval_of(num_values, -1);
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const Node& node = nodes[n];
+      if ((node.op->view || !node.op->writes.empty()) && !node.fused) continue;
+      if (node.op->kind == OpKind::collective) continue;
+      for (int output : node.outputs) {
+        const auto v = static_cast<size_t>(output);
+        const TensorMeta& meta = graph.value(output).meta;
+        if (root[v] != output || escapes[v] || meta.is_global() || meta.device != Device{})
+          continue;
+        const int64_t bytes =
+            aligned(numel(meta.shape) * static_cast<int64_t>(dtype_size(meta.dtype)));
+        if (bytes == 0) continue;
+        const int last = std::min(std::max(last_use[v], static_cast<int>(n)),
+                                  static_cast<int>(nodes.size()) - 1);
+        const int reused =
+            in_place ? dying_input(graph, node, static_cast<int>(n), root, last_use, interval_of)
+                     : -1;
+        if (reused >= 0) {
+          Interval& shared = intervals[static_cast<size_t>(reused)];
+          shared.last = std::max(shared.last, last);
+          shared.in_place.push_back(output);
+          interval_of[v] = reused;
+          continue;
+        }
+        interval_of[v] = static_cast<int>(intervals.size());
+        intervals.push_back({output, bytes, static_cast<int>(n), last});
+      }
     }
-  }
-
-  // The bound no placement can beat: the most bytes live at one node.
-  std::vector<int64_t> live(nodes.size() + 1, 0);
-  for (const Interval& it : intervals) {
-    for (int n = it.first; n <= it.last; ++n) live[static_cast<size_t>(n)] += it.bytes;
-  }
-  plan.lower_bound = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
-  for (const Interval& it : intervals) plan.unplanned_bytes += it.bytes;
-
-  // Several orders of placement, each packed best fit; the smallest arena
-  // wins (ties: the earlier order).
-  auto span = [&](size_t i) { return int64_t{intervals[i].last - intervals[i].first + 1}; };
-  const std::pair<const char*, std::function<bool(size_t, size_t)>> orders[] = {
-      {"largest first, best fit",
-       [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; }},
-      {"in execution order, best fit", [](size_t a, size_t b) { return a < b; }},
-      {"longest-lived first, best fit", [&](size_t a, size_t b) { return span(a) > span(b); }},
-      {"largest bytes x lifetime first, best fit",
-       [&](size_t a, size_t b) {
-         return static_cast<double>(intervals[a].bytes) * static_cast<double>(span(a)) >
-                static_cast<double>(intervals[b].bytes) * static_cast<double>(span(b));
-       }},
+    return intervals;
   };
-  std::vector<int64_t> best_offsets;
+
+  // Without and with in-place writes, several orders of placement, each
+  // packed best fit; the smallest arena wins (ties: the earlier try).
   plan.arena_bytes = -1;
-  for (const auto& [name, before] : orders) {
-    std::vector<size_t> order(intervals.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), before);
-    std::vector<int64_t> offsets(intervals.size());
-    const int64_t peak = place(intervals, order, offsets);
-    if (plan.arena_bytes >= 0 && peak >= plan.arena_bytes) continue;
-    plan.arena_bytes = peak;
-    plan.heuristic = name;
-    best_offsets = std::move(offsets);
-  }
-  if (plan.arena_bytes < 0) plan.arena_bytes = 0;
-  for (size_t i = 0; i < intervals.size(); ++i) {
-    plan.offsets[static_cast<size_t>(intervals[i].value)] = best_offsets[i];
+  plan.lower_bound = -1;
+  for (const bool in_place : {false, true}) {
+    const std::vector<Interval> intervals = intervals_of(in_place);
+    // The bound no placement can beat: the most bytes live at one node.
+    std::vector<int64_t> live(nodes.size() + 1, 0);
+    for (const Interval& it : intervals) {
+      for (int n = it.first; n <= it.last; ++n) live[static_cast<size_t>(n)] += it.bytes;
+    }
+    const int64_t bound = *std::max_element(live.begin(), live.end());
+    plan.lower_bound = plan.lower_bound < 0 ? bound : std::min(plan.lower_bound, bound);
+    if (!in_place) {
+      for (const Interval& it : intervals) plan.unplanned_bytes += it.bytes;
+    }
+    auto span = [&](size_t i) { return int64_t{intervals[i].last - intervals[i].first + 1}; };
+    const std::pair<const char*, std::function<bool(size_t, size_t)>> orders[] = {
+        {"largest first",
+         [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; }},
+        {"in execution order", [](size_t a, size_t b) { return a < b; }},
+        {"longest-lived first", [&](size_t a, size_t b) { return span(a) > span(b); }},
+        {"largest bytes x lifetime first",
+         [&](size_t a, size_t b) {
+           return static_cast<double>(intervals[a].bytes) * static_cast<double>(span(a)) >
+                  static_cast<double>(intervals[b].bytes) * static_cast<double>(span(b));
+         }},
+    };
+    for (const auto& [name, before] : orders) {
+      std::vector<size_t> order(intervals.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), before);
+      std::vector<int64_t> offsets(intervals.size());
+      const int64_t peak = place(intervals, order, offsets);
+      if (plan.arena_bytes >= 0 && peak >= plan.arena_bytes) continue;
+      plan.arena_bytes = peak;
+      plan.heuristic = std::string(name) + ", best fit" + (in_place ? ", in place" : "");
+      std::fill(plan.offsets.begin(), plan.offsets.end(), -1);
+      for (size_t i = 0; i < intervals.size(); ++i) {
+        plan.offsets[static_cast<size_t>(intervals[i].value)] = offsets[i];
+        for (int value : intervals[i].in_place)
+          plan.offsets[static_cast<size_t>(value)] = offsets[i];
+      }
+    }
   }
   return plan;
 }
