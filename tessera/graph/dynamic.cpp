@@ -293,12 +293,13 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
     return graphs;
   };
   std::vector<std::pair<std::vector<int64_t>, Graph>> probes;
+  // (Any exception: the function's own checks may throw at a probe size.)
   try {
     probes = traces_at(true);
-  } catch (const Error& up) {
+  } catch (const std::exception& up) {
     try {
       probes = traces_at(false);
-    } catch (const Error&) {
+    } catch (const std::exception&) {
       TESSERA_FAIL("[graph::dynamic] tracing at another size failed: ", up.what());
     }
   }
@@ -349,6 +350,7 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
           constant && std::bit_cast<uint64_t>(numbers.values[k]) == std::bit_cast<uint64_t>(fit.c);
     }
     if (constant) continue;
+    fit.varies = true;
     fit.a0 = (at_probe[0].values[k] - fit.c) / d0;
     if (two) {
       fit.a1 = (at_probe[1].values[k] - fit.c) / d1;
@@ -417,7 +419,11 @@ std::optional<std::vector<int64_t>> ShapeTemplate::sizes_of(const MetaVector& si
 
 Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
   const std::string where = describe(sizes);
+  // The numbers in numbers_of()'s order: one that does not vary with the
+  // sizes keeps its traced value exactly (an int64 bound such as INT64_MAX
+  // would not survive a double); one that does is evaluated.
   size_t at = 0;
+  auto varies = [&]() { return fits_.at(at).varies; };
   auto next = [&]() { return evaluate(fits_.at(at++), sizes); };
   auto next_whole = [&](const std::string& what) {
     const double value = next();
@@ -426,12 +432,23 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
                   " at ", where, ", not a whole number");
     return static_cast<int64_t>(whole);
   };
+  auto keep_or_number = [&](double traced) {
+    if (varies()) return next();
+    ++at;
+    return traced;
+  };
+  auto keep_or_whole = [&](int64_t traced, const std::string& what) {
+    if (varies()) return next_whole(what);
+    ++at;
+    return traced;
+  };
 
   std::vector<Shape> shapes;
   for (size_t v = 0; v < traced_.values().size(); ++v) {
     Shape shape;
-    for (size_t d = 0; d < traced_.values()[v].meta.shape.size(); ++d) {
-      shape.push_back(next_whole(str_cat("dim ", d, " of %", v)));
+    const Shape& traced_shape = traced_.values()[v].meta.shape;
+    for (size_t d = 0; d < traced_shape.size(); ++d) {
+      shape.push_back(keep_or_whole(traced_shape[d], str_cat("dim ", d, " of %", v)));
     }
     shapes.push_back(std::move(shape));
   }
@@ -441,24 +458,30 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
     Attrs now;
     for (const auto& [name, value] : node.attrs.items()) {
       const std::string what = str_cat(node.op->name, "'s ", name);
-      if (std::holds_alternative<int64_t>(value)) {
-        now.set(name, next_whole(what));
-      } else if (std::holds_alternative<double>(value)) {
-        now.set(name, next());
+      if (const auto* i = std::get_if<int64_t>(&value)) {
+        now.set(name, keep_or_whole(*i, what));
+      } else if (const auto* f = std::get_if<double>(&value)) {
+        now.set(name, keep_or_number(*f));
       } else if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
         std::vector<int64_t> numbers;
-        for (size_t k = 0; k < list->size(); ++k) numbers.push_back(next_whole(what));
+        for (int64_t x : *list) numbers.push_back(keep_or_whole(x, what));
         now.set(name, std::move(numbers));
       } else {
         now.set(name, value);
       }
     }
     attrs.push_back(std::move(now));
-    const int64_t count = next_whole(node.op->name + "'s counter count");
+    const int64_t count =
+        keep_or_whole(static_cast<int64_t>(node.random_count), node.op->name + "'s counter count");
     random_counts.push_back(static_cast<uint64_t>(count));
   }
   std::unordered_map<int, Tensor> constants;
   for (const auto& [id, tensor] : traced_.constants()) {
+    if (!varies()) {
+      ++at;
+      constants[id] = tensor;
+      continue;
+    }
     const bool whole = !is_floating(tensor.dtype());
     constants[id] = Tensor::scalar(
         whole ? static_cast<double>(next_whole(str_cat("the constant %", id))) : next(),

@@ -79,6 +79,7 @@ class ShapeTemplate {
   // c + a0 (s0 - t0) + a1 (s1 - t1) + a01 (s0 - t0) (s1 - t1), t the traced sizes.
   struct Fit {
     double c = 0, a0 = 0, a1 = 0, a01 = 0;
+    bool varies = false;  // false: the traced number is kept as it is
   };
   double evaluate(const Fit& fit, const std::vector<int64_t>& sizes) const;
   std::vector<int64_t> at_trace_sizes() const;

@@ -25,9 +25,9 @@
 // collectives on a thread of their own (Gloo): the nodes after it that do
 // not read the bucket (the rest of backward) run while it moves, and the
 // first node that reads or writes its memory waits for it, as eager's
-// dispatcher does. Its memory stays the bucket's until its last reader
-// (the memory plan keeps an in-place write's input alive as long as its
-// output), so nothing else is written there while it is in flight.
+// dispatcher does. The bucket's memory is its own (the memory plan keeps
+// what a collective writes out of the arena), so nothing else waits for
+// it, and nothing else is written there while it is in flight.
 // TESSERA_GRAPH_OVERLAP=0 runs every collective blocking.
 
 #include <memory>

@@ -1,5 +1,6 @@
 #include "tessera/graph/trace.h"
 
+#include <limits>
 #include <unordered_map>
 
 #include "tessera/core/grad_mode.h"
@@ -281,12 +282,23 @@ Graph trace_inputs(const TracedFn& fn, const std::vector<TraceInput>& inputs) {
                    read ? " (a traced function cannot read tensor values: item(), to_vector() "
                           "or branching on a value make the graph depend on data)"
                         : "");
+    } catch (...) {
+      tracer.settle_gradients(false);  // no meta stand-in stays on a parameter
+      throw;
     }
   }
-  // A count the op keeps in an attr must not be baked into the graph.
+  // A count the op keeps in an attr must not be baked into the graph: a
+  // refresh of the node must set it.
   for (const Node& node : graph.nodes()) {
-    TESSERA_CHECK(node.op->counter_attr.empty() || !node.refresh.empty(), "[graph::trace] ",
-                  node.op->name, " counts its calls in attr '", node.op->counter_attr,
+    bool refreshed = node.op->counter_attr.empty();
+    if (!refreshed) {
+      Attrs probe = node.attrs;
+      probe.set(node.op->counter_attr, std::numeric_limits<int64_t>::min());
+      for (const auto& refresh : node.refresh) refresh(probe);
+      refreshed = probe.i(node.op->counter_attr) != std::numeric_limits<int64_t>::min();
+    }
+    TESSERA_CHECK(refreshed, "[graph::trace] ", node.op->name, " counts its calls in attr '",
+                  node.op->counter_attr,
                   "', but its caller did not refresh it for each run (record_attr_refresh)");
   }
   std::vector<int> outputs;

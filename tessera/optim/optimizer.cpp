@@ -3,6 +3,7 @@
 #include <set>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/shard_trace.h"
 
 namespace tessera::optim {
 namespace {
@@ -34,10 +35,12 @@ const std::vector<Tensor>& Optimizer::param_group(size_t group) const {
 
 void Optimizer::record_step_for_graph(size_t index) {
   if (!mode_active()) return;
-  // A trace leaves the count where it was; every run of the graph advances
-  // it, so plans compiled at different times share one count.
-  --states_[index].step;
   record_host_effect([this, index] { ++states_[index].step; });
+  // A graph trace (graph::trace holds a ShardTraceScope) leaves the count
+  // where it was; every run of the graph advances it, so plans compiled at
+  // different times share one count. Other mode handlers run the step, as
+  // eager does.
+  if (tracing_shards()) --states_[index].step;
 }
 
 void Optimizer::check_group(size_t group) const {

@@ -1,6 +1,8 @@
 // Dynamic dims (graph::dynamic): a new size of a marked dim re-plans the
 // traced graph without tracing again, and the runs equal eager's.
 
+#include <limits>
+
 #include "examples/models/gpt.h"
 #include "tessera/graph/compile.h"
 #include "testing.h"
@@ -183,6 +185,24 @@ TEST(GraphDynamic, AHostNumberAffineInTheSizeFollowsIt) {
   }
   EXPECT_EQ(compiled.compiles(), 1);
   EXPECT_EQ(compiled.replans(), 3);
+}
+
+TEST(GraphDynamic, NumbersThatDoNotFollowTheSizeKeepTheirExactValues) {
+  // A clamp of int64 values against a tensor bound of INT64_MAX: the bound
+  // does not vary with the size and must come back exactly (a double would
+  // not hold it).
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    const Tensor high = full({}, std::numeric_limits<int64_t>::max(), DType::i64);
+    return {
+        clamp(in[0], std::optional<Tensor>(zeros({}, DType::i64)), std::optional<Tensor>(high))};
+  };
+  auto compiled = graph::compile(fn);
+  for (int64_t rows : {4, 4, 6, 3}) {
+    const Tensor x = graph::dynamic(randint(-5, 5, {rows, 2}), 0);
+    EXPECT_TRUE(equal(compiled({x})[0], fn({x})[0])) << rows;
+  }
+  EXPECT_EQ(compiled.compiles(), 1);
+  EXPECT_EQ(compiled.replans(), 2);
 }
 
 TEST(GraphDynamic, BadMarksAreClearErrors) {

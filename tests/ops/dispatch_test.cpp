@@ -151,6 +151,25 @@ class Recorder final : public Handler {
   std::vector<std::string> calls;
 };
 
+TEST(Dispatcher, AModeHandlerThatIsNotATraceLeavesOptimizerStepsAsEager) {
+  // The optimizer leaves its step count to the graph only under a graph
+  // trace; under any other mode handler a step counts as it does eagerly.
+  Tensor w = uniform({3}).to(DType::f32).set_requires_grad(true);
+  optim::Adam adam({w}, {.lr = 0.1});
+  Recorder recorder;
+  {
+    HandlerScope scope(recorder);
+    for (int i = 0; i < 2; ++i) {
+      adam.zero_grad();
+      (w * w).sum().backward();
+      adam.step();
+    }
+  }
+  EXPECT_EQ(adam.state_dict().at("state.0.step").item<int64_t>(), 2);
+  EXPECT_NE(std::find(recorder.calls.begin(), recorder.calls.end(), "adam_step"),
+            recorder.calls.end());
+}
+
 TEST(Dispatcher, ModeHandlerSeesEveryCallOnce) {
   Tensor a = uniform({2, 3}), b = uniform({3, 2});
   Recorder recorder;

@@ -386,9 +386,11 @@ void gelu_tile(const Attrs& attrs, const TileArgs& args) {
 template <typename F>
 inline void binary_run(const TileArgs& args) {
   const F f;
-  float* __restrict po = args.out;
-  const float* __restrict pa = args.inputs[0];
-  const float* __restrict pb = args.inputs[1];
+  // No __restrict: a graph's memory plan may write the output over an
+  // input (same index, elementwise), which restrict would make undefined.
+  float* po = args.out;
+  const float* pa = args.inputs[0];
+  const float* pb = args.inputs[1];
   const int64_t n = args.n;
   if (!args.scalar[0] && !args.scalar[1]) {
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);

@@ -148,6 +148,17 @@ MemoryPlan plan_memory(const Graph& graph) {
     }
   }
   plan.roots = root;
+  // What a collective writes in place (a gradient bucket) gets memory of its
+  // own, made each run: the executor may launch the collective
+  // asynchronously, and a pending collective makes every reader and writer
+  // of its storage wait, so in the arena it would hold up the whole plan.
+  for (const Node& node : nodes) {
+    if (node.op->kind != OpKind::collective) continue;
+    for (int w : node.op->writes) {
+      escapes[static_cast<size_t>(
+          root[static_cast<size_t>(node.inputs.at(static_cast<size_t>(w)))])] = true;
+    }
+  }
 
   // The arena holds the outputs of nodes that make new tensors on the CPU
   // and that no caller keeps: temporaries, and the gradients (above). With
