@@ -2,8 +2,8 @@
 # Fuzzes the file readers with libFuzzer under AddressSanitizer +
 # UndefinedBehaviorSanitizer: the IDX reader (fuzz/idx_fuzz.cpp), the
 # safetensors reader (fuzz/safetensors_fuzz.cpp) and the sharded-checkpoint
-# index (fuzz/sharded_index_fuzz.cpp). Builds Tessera and the targets
-# (fuzz/CMakeLists.txt) with clang in build-fuzz/, seeds each corpus with
+# index (fuzz/sharded_index_fuzz.cpp). Builds the targets and the layers
+# their readers live in (fuzz/CMakeLists.txt) with clang in build-fuzz/, seeds each corpus with
 # small valid files and fuzzes each target for TESSERA_FUZZ_SECONDS
 # (default 60). Exits non-zero on any crash.
 # Extra arguments are passed to libFuzzer.
@@ -15,7 +15,7 @@ jobs="${TESSERA_BUILD_JOBS:-2}"
 seconds="${TESSERA_FUZZ_SECONDS:-60}"
 build=build-fuzz
 
-echo "== clang build of Tessera and the fuzz targets with coverage instrumentation (ASan + UBSan)"
+echo "== clang build of the fuzz targets and the readers' layers with coverage instrumentation (ASan + UBSan)"
 # oneDNN is not needed to fuzz a file reader.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" -DTESSERA_SANITIZE=ON \
