@@ -77,9 +77,11 @@ class HandlerScope {
 bool mode_active();
 
 // For code that keeps state outside ops (an optimizer's step counts and
-// options): hands the effect or guard to the innermost mode handler, so a
-// traced graph repeats the effect and checks the guard each run. Without a
-// mode handler both do nothing; the caller has already changed the state.
+// options): hands the effect or guard to the innermost mode handler. A
+// traced graph applies the effect at the end of every run and checks the
+// guard before it, so under a graph trace the caller must leave the state
+// as it was (Optimizer::record_step_for_graph undoes its own change); other
+// handlers may ignore the effect. Without a mode handler both do nothing.
 void record_host_effect(std::function<void()> effect);
 void record_guard(std::function<std::string()> changed);
 // For an attr of the op call just made that the host may change between

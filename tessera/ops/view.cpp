@@ -209,8 +209,18 @@ const OpDef& slice_op = register_op([] {
   def.torch_name = "torch.narrow, basic slicing x[a:b:s]";
   def.signature = "x.slice(dim, start, end, step), x.narrow(dim, start, length)";
   def.infer = [](const MetaVector& in, const Attrs& attrs) {
+    // Tensor::slice clips its bounds; a graph (a re-plan evaluating them at
+    // a new size) may not have, so they are checked here.
     Shape shape = in[0].shape;
-    shape[attrs.i("dim")] = slice_length(attrs.i("start"), attrs.i("end"), attrs.i("step"));
+    const int64_t dim = attrs.i("dim"), start = attrs.i("start"), end = attrs.i("end");
+    TESSERA_CHECK(dim >= 0 && dim < static_cast<int64_t>(shape.size()), "[slice] dim ", dim,
+                  " is out of range for shape ", shape_str(shape));
+    const int64_t size = shape[static_cast<size_t>(dim)];
+    TESSERA_CHECK(0 <= start && start <= end && end <= size && attrs.i("step") > 0,
+                  "[slice] start ", start, ", end ", end, " and step ", attrs.i("step"),
+                  " do not fit dim ", dim, " of size ", size,
+                  "; need 0 <= start <= end <= size and step > 0");
+    shape[static_cast<size_t>(dim)] = slice_length(start, end, attrs.i("step"));
     return MetaVector{{shape, in[0].dtype, in[0].device}};
   };
   def.sbp = [](const MetaVector& in, const Attrs& attrs) {

@@ -44,7 +44,8 @@ void Adam::step() {
                   .eps = opts.eps,
                   .weight_decay = opts.weight_decay,
                   .decoupled_weight_decay = decoupled_weight_decay_,
-                  .step = ++state.step});
+                  .step = state.step + 1});
+      ++state.step;  // after the update: an update that raises leaves the count
       record_step_for_graph(index - 1);
       // A graph's run reads the count it advances (the bias correction).
       if (mode_active()) {

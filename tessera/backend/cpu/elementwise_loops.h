@@ -3,7 +3,9 @@
 // The loops of the elementwise kernel families: a functor applied over one
 // or two operands with strides and broadcasting, keeping the contiguous and
 // scalar-operand cases as plain loops GCC vectorises. Shared by
-// elementwise.cpp, math.cpp and activation.cpp.
+// elementwise.cpp, math.cpp and activation.cpp. No pointer is __restrict:
+// the output may be an input's memory (an in-place op, or a graph's memory
+// plan writing over an input that dies there), element i over element i.
 
 #include <type_traits>
 
@@ -23,7 +25,7 @@ inline bool cpu_has_avx512() {
 }
 
 template <typename Out, typename In, typename F>
-void flat_unary(const F& f, Out* __restrict po, const In* __restrict pi, int64_t n) {
+void flat_unary(const F& f, Out* po, const In* pi, int64_t n) {
   const F op = f;  // a local copy: its members are loop invariants to GCC
   for (int64_t i = 0; i < n; ++i) po[i] = op(pi[i]);
 }
@@ -37,8 +39,7 @@ void flat_unary(const F& f, Out* __restrict po, const In* __restrict pi, int64_t
 #endif
 
 template <typename Out, typename In, typename F>
-TESSERA_TARGET_AVX512
-void flat_unary_avx512(const F& f, Out* __restrict po, const In* __restrict pi, int64_t n) {
+TESSERA_TARGET_AVX512 void flat_unary_avx512(const F& f, Out* po, const In* pi, int64_t n) {
   const F op = f;
   for (int64_t i = 0; i < n; ++i) po[i] = op(pi[i]);
 }
@@ -64,8 +65,8 @@ void unary_loop(const Tensor& x, Tensor& out, const F& f) {
   const In* in_base = storage_ptr<In>(x);
   for_each_run(loop, [&](const std::array<int64_t, 2>& offsets,
                          const std::array<int64_t, 2>& strides, int64_t n) {
-    Out* __restrict po = out_base + offsets[0];
-    const In* __restrict pi = in_base + offsets[1];
+    Out* po = out_base + offsets[0];
+    const In* pi = in_base + offsets[1];
     if (strides[1] == 1) {
       for (int64_t i = 0; i < n; ++i) po[i] = f(pi[i]);
     } else {
@@ -81,9 +82,9 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
   const bool a_flat = a.is_contiguous() && a.numel() == n;
   const bool b_flat = b.is_contiguous() && b.numel() == n;
   if ((a_flat || a.numel() == 1) && (b_flat || b.numel() == 1)) {
-    Out* __restrict po = static_cast<Out*>(out.raw_data());
-    const In* __restrict pa = static_cast<const In*>(a.raw_data());
-    const In* __restrict pb = static_cast<const In*>(b.raw_data());
+    Out* po = static_cast<Out*>(out.raw_data());
+    const In* pa = static_cast<const In*>(a.raw_data());
+    const In* pb = static_cast<const In*>(b.raw_data());
     parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
       if (a_flat && b_flat) {
         for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], pb[i]);
@@ -105,9 +106,9 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
   const In* b_base = storage_ptr<In>(b);
   for_each_run(loop, [&](const std::array<int64_t, 3>& offsets,
                          const std::array<int64_t, 3>& strides, int64_t n) {
-    Out* __restrict po = out_base + offsets[0];
-    const In* __restrict pa = a_base + offsets[1];
-    const In* __restrict pb = b_base + offsets[2];
+    Out* po = out_base + offsets[0];
+    const In* pa = a_base + offsets[1];
+    const In* pb = b_base + offsets[2];
     if (strides[1] == 1 && strides[2] == 1) {
       for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
     } else if (strides[1] == 1 && strides[2] == 0) {
