@@ -159,6 +159,7 @@ void CompiledFunction::note_marks(const TensorVector& inputs) {
       dims.push_back(dim);
       std::sort(dims.begin(), dims.end());
       templates_.clear();  // made for other marks
+      dynamic_refused_ = false;  // and so was a refusal
     }
   }
 }
@@ -169,7 +170,7 @@ bool CompiledFunction::has_marks() const {
 
 std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector& signature) {
   for (size_t t = 0; t < templates_.size(); ++t) {
-    const ShapeTemplate& shape_template = *templates_[t];
+    const ShapeTemplate& shape_template = *templates_[t].shapes;
     const std::optional<std::vector<int64_t>> sizes = shape_template.sizes_of(signature);
     if (!sizes) continue;
     std::string changed;
@@ -184,7 +185,8 @@ std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector&
     const auto start = std::chrono::steady_clock::now();
     try {
       Plan plan{signature, std::make_shared<Executor>(run_passes(shape_template.instantiate(*sizes),
-                                                                 options_.disabled_passes))};
+                                                                 options_.disabled_passes),
+                                                      templates_[t].memory_variant)};
       ++replans_;
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -197,12 +199,14 @@ std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector&
                   << plan.executor->memory().str() << "\n";
       }
       return plan;
-    } catch (const Error& error) {
+    } catch (const std::exception& error) {
       if (explain()) {
         std::cerr << "[graph::compile] cannot re-plan for " << shape_template.describe(*sizes)
                   << ", tracing again: " << error.what() << "\n";
       }
-      templates_.erase(templates_.begin() + static_cast<std::ptrdiff_t>(t));
+      // Dropped once the trace succeeds: when it fails too, the size was the
+      // function's error, not the template's.
+      failed_template_ = templates_[t].shapes;
       return std::nullopt;
     }
   }
@@ -229,6 +233,7 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
     }
     if (changed.empty()) {
       last_ = static_cast<int>(p);
+      plans_[p].used = ++calls_;
       return plans_[p];
     }
     // The host state the plan baked in changed: trace again in its place
@@ -241,21 +246,38 @@ const CompiledFunction::Plan& CompiledFunction::plan_for(const TensorVector& inp
     plans_[p] = compile_plan(signature, inputs);
     ++compiles_;
     last_ = static_cast<int>(p);
+    plans_[p].used = ++calls_;
     return plans_[p];
   }
+  failed_template_.reset();
   if (!dynamic_refused_ && has_marks()) {
-    if (std::optional<Plan> plan = replan(signature)) {
-      plans_.push_back(std::move(*plan));
-      last_ = static_cast<int>(plans_.size()) - 1;
-      return plans_.back();
-    }
+    if (std::optional<Plan> plan = replan(signature)) return add_plan(std::move(*plan));
   }
   if (explain() && !plans_.empty()) {
     std::cerr << "[graph::compile] compiling again (compile " << compiles_ + 1
               << "): " << what_changed(plans_.back().signature, signature) << "\n";
   }
-  plans_.push_back(compile_plan(signature, inputs));
+  Plan plan = compile_plan(signature, inputs);
   ++compiles_;
+  if (failed_template_) {
+    std::erase_if(templates_, [&](const Template& t) { return t.shapes == failed_template_; });
+    failed_template_.reset();
+  }
+  return add_plan(std::move(plan));
+}
+
+const CompiledFunction::Plan& CompiledFunction::add_plan(Plan plan) {
+  plan.used = ++calls_;
+  if (plans_.size() >= kMaxPlans) {
+    const auto oldest = std::min_element(
+        plans_.begin(), plans_.end(), [](const Plan& a, const Plan& b) { return a.used < b.used; });
+    if (explain()) {
+      std::cerr << "[graph::compile] " << kMaxPlans
+                << " plans kept: dropping the one least recently used\n";
+    }
+    plans_.erase(oldest);
+  }
+  plans_.push_back(std::move(plan));
   last_ = static_cast<int>(plans_.size()) - 1;
   return plans_.back();
 }
@@ -274,11 +296,23 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
                                                       const TensorVector& inputs) {
   const auto start = std::chrono::steady_clock::now();
   Graph traced = trace(fn_, inputs);
+  bool made_template = false;
   if (!dynamic_refused_ && has_marks()) {
     // Trace at probe sizes too, so that later sizes re-plan without a trace.
+    // Marked dims of equal size share one size; when that does not fit
+    // (a batch and a sequence length that happen to be equal), the same dim
+    // of each input shares one instead.
     try {
-      templates_.push_back(std::make_shared<const ShapeTemplate>(fn_, signature, traced,
-                                                                 group_sizes(signature, marks_)));
+      try {
+        templates_.push_back({std::make_shared<const ShapeTemplate>(
+            fn_, signature, traced, group_sizes(signature, marks_))});
+      } catch (const Error&) {
+        std::vector<DynamicSize> by_dim = group_sizes(signature, marks_, true);
+        if (by_dim.size() == group_sizes(signature, marks_).size()) throw;
+        templates_.push_back(
+            {std::make_shared<const ShapeTemplate>(fn_, signature, traced, std::move(by_dim))});
+      }
+      made_template = true;
     } catch (const Error& error) {
       dynamic_refused_ = true;
       std::string dims;
@@ -294,6 +328,7 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
     }
   }
   Plan plan{signature, std::make_shared<Executor>(run_passes(traced, options_.disabled_passes))};
+  if (made_template) templates_.back().memory_variant = plan.executor->memory().variant;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   compile_seconds_ += ms / 1e3;

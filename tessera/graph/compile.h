@@ -78,7 +78,13 @@ class CompiledFunction {
 
   TensorVector operator()(const TensorVector& inputs);
 
-  // How many times the function was traced and compiled.
+  // At most this many plans are kept (each holds its arena): beyond it,
+  // the one used least recently is dropped, and its signature plans again
+  // when it comes back (a re-plan where a dynamic dim allows).
+  static constexpr size_t kMaxPlans = 16;
+
+  // How many times the function was traced and compiled (the probe traces
+  // of a dynamic dim not counted).
   int compiles() const { return compiles_; }
   // How many plans were made for new dynamic sizes without a trace.
   int replans() const { return replans_; }
@@ -94,9 +100,13 @@ class CompiledFunction {
   struct Plan {
     MetaVector signature;
     std::shared_ptr<Executor> executor;
+    uint64_t used = 0;  // when it last ran, in calls
   };
   Plan compile_plan(const MetaVector& signature, const TensorVector& inputs);
   const Plan& plan_for(const TensorVector& inputs);
+  // Keeps `plan` (dropping the least recently used beyond kMaxPlans) and
+  // makes it the last.
+  const Plan& add_plan(Plan plan);
   // A plan for `signature` from a template of the dynamic dims, if one
   // fits and re-plans; none otherwise.
   std::optional<Plan> replan(const MetaVector& signature);
@@ -108,13 +118,23 @@ class CompiledFunction {
   std::vector<Plan> plans_;
   // Per input position, the dims ever marked dynamic.
   std::vector<std::vector<int64_t>> marks_;
-  std::vector<std::shared_ptr<const ShapeTemplate>> templates_;
+  // A template of the dynamic dims, and the memory placement its compile
+  // chose (a re-plan keeps it rather than trying every one again).
+  struct Template {
+    std::shared_ptr<const ShapeTemplate> shapes;
+    int memory_variant = -1;
+  };
+  std::vector<Template> templates_;
+  // A template that could not re-plan this call's sizes: dropped when the
+  // trace that follows succeeds.
+  std::shared_ptr<const ShapeTemplate> failed_template_;
   bool dynamic_refused_ = false;  // the function cannot have dynamic dims
   int compiles_ = 0;
   int replans_ = 0;
   double compile_seconds_ = 0;
   double replan_seconds_ = 0;
   int last_ = -1;
+  uint64_t calls_ = 0;
   bool warmed_up_ = false;
 };
 

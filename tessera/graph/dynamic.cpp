@@ -25,9 +25,6 @@ std::unordered_map<const TensorImpl*, Mark>& marks() {
   return table;
 }
 
-// A graph's numbers, in one fixed order: every value's dims, every node's
-// numeric attrs and random counter count, every constant. `whole` says
-// which must be integers.
 // Where a number is, to name it in an error: a value's dim, a node's attr
 // (item, element), a node's counter count, a constant.
 struct NumberAt {
@@ -36,6 +33,9 @@ struct NumberAt {
   int item = 0;   // dim, or attr item
   int element = 0;
 };
+// A graph's numbers, in one fixed order: every value's dims, every node's
+// numeric attrs and random counter count, every constant. `whole` says
+// which must be integers.
 struct Numbers {
   std::vector<double> values;
   std::vector<bool> whole;
@@ -134,11 +134,14 @@ std::string structure_difference(const Graph& a, const Graph& b) {
   for (size_t n = 0; n < a.nodes().size(); ++n) {
     const Node &x = a.nodes()[n], &y = b.nodes()[n];
     const std::string where = str_cat("node ", n, " (", x.op->name, ")");
-    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || x.draw != y.draw ||
-        x.refresh.size() != y.refresh.size() || x.fused || y.fused ||
-        x.attrs.items().size() != y.attrs.items().size()) {
-      return where + " is " + y.op->name + " or has other inputs";
+    if (x.op != y.op) return where + " is " + y.op->name;
+    if (x.inputs != y.inputs || x.outputs != y.outputs) {
+      return where + " reads or writes other values";
     }
+    if (x.draw != y.draw) return where + " draws other random numbers";
+    if (x.refresh.size() != y.refresh.size()) return where + " refreshes other attrs per run";
+    if (x.fused || y.fused) return where + " is fused (a template is made before the passes)";
+    if (x.attrs.items().size() != y.attrs.items().size()) return where + " has other attrs";
     for (size_t i = 0; i < x.attrs.items().size(); ++i) {
       const auto& [name, value] = x.attrs.items()[i];
       const auto& [other_name, other] = y.attrs.items()[i];
@@ -203,13 +206,11 @@ Tensor dynamic(const Tensor& x, int64_t dim) {
   TESSERA_CHECK(!x.is_global(), "[graph::dynamic] global tensors cannot have dynamic dims yet ",
                 "(got ", meta_str(x.meta()), ")");
   const auto ndim = static_cast<int64_t>(x.dim());
-  TESSERA_CHECK(
-      ndim > 0 && dim >= -ndim &&
-              dim<ndim, "[graph::dynamic] dim ", dim, " is out of range for a tensor of shape ",
-                  shape_str(x.shape()), " (valid: ", ndim> 0
-          ? str_cat(-ndim, " to ", ndim - 1)
-          : std::string("none, it is 0-d"),
-      ")");
+  const bool in_range = ndim > 0 && dim >= -ndim && dim < ndim;
+  const std::string valid =
+      ndim > 0 ? str_cat(-ndim, " to ", ndim - 1) : std::string("none, it is 0-d");
+  TESSERA_CHECK(in_range, "[graph::dynamic] dim ", dim, " is out of range for a tensor of shape ",
+                shape_str(x.shape()), " (valid: ", valid, ")");
   if (dim < 0) dim += ndim;
   std::lock_guard lock(marks_mutex);
   auto& table = marks();
@@ -234,14 +235,16 @@ std::vector<int64_t> dynamic_dims(const Tensor& x) {
 }
 
 std::vector<DynamicSize> group_sizes(const MetaVector& signature,
-                                     const std::vector<std::vector<int64_t>>& marks) {
+                                     const std::vector<std::vector<int64_t>>& marks,
+                                     bool by_dim_too) {
   std::vector<DynamicSize> sizes;
   for (size_t i = 0; i < signature.size() && i < marks.size(); ++i) {
     for (int64_t dim : marks[i]) {
       if (dim >= static_cast<int64_t>(signature[i].shape.size())) continue;
       const int64_t size = signature[i].shape[static_cast<size_t>(dim)];
-      auto same = std::find_if(sizes.begin(), sizes.end(),
-                               [&](const DynamicSize& s) { return s.traced == size; });
+      auto same = std::find_if(sizes.begin(), sizes.end(), [&](const DynamicSize& s) {
+        return s.traced == size && (!by_dim_too || s.dims.front().second == dim);
+      });
       if (same == sizes.end()) {
         sizes.push_back({{}, size});
         same = sizes.end() - 1;
@@ -299,8 +302,9 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
   } catch (const std::exception& up) {
     try {
       probes = traces_at(false);
-    } catch (const std::exception&) {
-      TESSERA_FAIL("[graph::dynamic] tracing at another size failed: ", up.what());
+    } catch (const std::exception& down) {
+      TESSERA_FAIL("[graph::dynamic] tracing at another size failed: above the traced sizes: ",
+                   up.what(), "; below: ", down.what());
     }
   }
 
@@ -425,10 +429,11 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
   size_t at = 0;
   auto varies = [&]() { return fits_.at(at).varies; };
   auto next = [&]() { return evaluate(fits_.at(at++), sizes); };
-  auto next_whole = [&](const std::string& what) {
+  // `what` names the number (called only to say it is not whole).
+  auto next_whole = [&](const auto& what) {
     const double value = next();
     const double whole = std::round(value);
-    TESSERA_CHECK(std::abs(value - whole) < 1e-6, "[graph::dynamic] ", what, " would be ", value,
+    TESSERA_CHECK(std::abs(value - whole) < 1e-6, "[graph::dynamic] ", what(), " would be ", value,
                   " at ", where, ", not a whole number");
     return static_cast<int64_t>(whole);
   };
@@ -437,7 +442,7 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
     ++at;
     return traced;
   };
-  auto keep_or_whole = [&](int64_t traced, const std::string& what) {
+  auto keep_or_whole = [&](int64_t traced, const auto& what) {
     if (varies()) return next_whole(what);
     ++at;
     return traced;
@@ -448,7 +453,10 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
     Shape shape;
     const Shape& traced_shape = traced_.values()[v].meta.shape;
     for (size_t d = 0; d < traced_shape.size(); ++d) {
-      shape.push_back(keep_or_whole(traced_shape[d], str_cat("dim ", d, " of %", v)));
+      shape.push_back(
+          keep_or_whole(traced_shape[d], [&] { return str_cat("dim ", d, " of %", v); }));
+      TESSERA_CHECK(shape.back() >= 0, "[graph::dynamic] dim ", d, " of %", v, " would be ",
+                    shape.back(), " at ", where, ", a negative size");
     }
     shapes.push_back(std::move(shape));
   }
@@ -457,7 +465,7 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
   for (const Node& node : traced_.nodes()) {
     Attrs now;
     for (const auto& [name, value] : node.attrs.items()) {
-      const std::string what = str_cat(node.op->name, "'s ", name);
+      auto what = [&] { return str_cat(node.op->name, "'s ", name); };
       if (const auto* i = std::get_if<int64_t>(&value)) {
         now.set(name, keep_or_whole(*i, what));
       } else if (const auto* f = std::get_if<double>(&value)) {
@@ -471,8 +479,8 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
       }
     }
     attrs.push_back(std::move(now));
-    const int64_t count =
-        keep_or_whole(static_cast<int64_t>(node.random_count), node.op->name + "'s counter count");
+    const int64_t count = keep_or_whole(static_cast<int64_t>(node.random_count),
+                                        [&] { return node.op->name + "'s counter count"; });
     random_counts.push_back(static_cast<uint64_t>(count));
   }
   std::unordered_map<int, Tensor> constants;
@@ -484,7 +492,8 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
     }
     const bool whole = !is_floating(tensor.dtype());
     constants[id] = Tensor::scalar(
-        whole ? static_cast<double>(next_whole(str_cat("the constant %", id))) : next(),
+        whole ? static_cast<double>(next_whole([&] { return str_cat("the constant %", id); }))
+              : next(),
         tensor.dtype());
   }
 

@@ -7,24 +7,23 @@
 //   step({x, graph::dynamic(batch.target, 0)});
 //
 // The first compile with a marked dim traces the function at the given
-// sizes and, to learn how the graph depends on them, at two more sizes
-// (a probe and a check). Every number of the graph (a value's dim, a
-// reshape's target, a factory's shape, a number the function computed, a
-// random op's counter count) must be the same affine function of the sizes
-// at all three; with two dynamic sizes, of both and their product. A later
-// call whose only change is in marked dims re-plans from that template:
-// the numbers are evaluated at the new sizes, every node's shapes are
-// inferred again and checked against them, and the passes and the memory
-// planner run; nothing is traced. A mark stays with its input position for
-// later calls of the same compiled function.
+// sizes and, to learn how the graph depends on them, at more sizes: a
+// probe and a check for one dynamic size, four more traces for two. Every number of the graph (a
+// value's dim, a reshape's target, a factory's shape, a number the function computed, a random op's
+// counter count) must be the same affine function of the sizes at all three; with two dynamic
+// sizes, of both and their product. A later call whose only change is in marked dims re-plans from
+// that template: the numbers are evaluated at the new sizes, every node's shapes are inferred again
+// and checked against them, and the passes and the memory planner run; nothing is traced. A mark
+// stays with its input position for later calls of the same compiled function.
 //
 // What cannot be dynamic says so once on stderr and compiles each size on
-// its own: a number that is not affine in the size (1/size, a min or
-// max), a probe size the function rejects, a global input. A re-plan whose
-// inferred shapes disagree with the template traces again. Host code that
-// branches on a dynamic size the same way at the three traced sizes but
-// another way at a new size is not seen: keep such code outside the
-// compiled function, or leave the dim static.
+// its own: a number that is not affine in the size (1/size), a probe size
+// the function rejects, a global input. A re-plan whose inferred shapes
+// disagree with the template traces again. Host code that computes a number
+// or branches on a dynamic size the same way at the traced sizes but another
+// way at a new size (a min or max whose kink lies outside them) is not
+// seen: keep such code outside the compiled function, or leave the dim
+// static.
 
 #include <optional>
 #include <string>
@@ -49,9 +48,12 @@ struct DynamicSize {
   int64_t traced = 0;
 };
 // The dynamic sizes of `marks` (per input, its marked dims) for inputs of
-// `signature`: marked dims of equal size share one.
+// `signature`: marked dims of equal size share one; with `by_dim_too`, only
+// those that are also the same dim (x's and y's dim 0, the batch, apart
+// from their dim 1, the sequence, when the two happen to be equal).
 std::vector<DynamicSize> group_sizes(const MetaVector& signature,
-                                     const std::vector<std::vector<int64_t>>& marks);
+                                     const std::vector<std::vector<int64_t>>& marks,
+                                     bool by_dim_too = false);
 
 // A traced graph and how its numbers follow the dynamic sizes.
 class ShapeTemplate {

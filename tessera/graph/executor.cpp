@@ -60,9 +60,9 @@ bool overlap_collectives() {
 
 }  // namespace
 
-Executor::Executor(Graph graph)
+Executor::Executor(Graph graph, int memory_variant)
     : graph_(std::move(graph)),
-      memory_(plan_memory(graph_)),
+      memory_(plan_memory(graph_, memory_variant)),
       storage_(graph_.values().size(), Storage::none),
       env_(graph_.values().size()),
       draws_(static_cast<size_t>(graph_.num_draws())) {

@@ -40,7 +40,8 @@ namespace tessera::graph {
 
 class Executor {
  public:
-  explicit Executor(Graph graph);
+  // `memory_variant`: see plan_memory (-1: try every placement).
+  explicit Executor(Graph graph, int memory_variant = -1);
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 

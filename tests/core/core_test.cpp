@@ -383,5 +383,23 @@ TEST(WorkQueue, RunsTasksInOrderOnItsThreadAndHandsBackErrors) {
   done->wait();
 }
 
+// A view is checked against the memory it shares: every element it can
+// reach (negative strides and zero-size views included) must be inside.
+TEST(Views, AnAliasMustStayInsideItsMemory) {
+  const Tensor base = arange(0, 12).to(DType::f32);  // 12 elements
+  EXPECT_TRUE(equal(make_alias(base, {3}, {4}, 3), Tensor::from_vector<float>({3, 7, 11}, {3})));
+  EXPECT_EQ(make_alias(base, {0, 5}, {1, 100}, 50).numel(), 0);  // reaches nothing
+  EXPECT_EQ(make_alias(base, {4}, {0}, 11).numel(), 4);          // a broadcast of the last
+  EXPECT_HAS(error_of([&] { make_alias(base, {3}, {4}, 4); }),
+             "[view] a view of shape [3], strides [4] and offset 4 reaches elements 4 to 12 of "
+             "memory holding 12 (valid: 0 to 11)");
+  EXPECT_HAS(error_of([&] { make_alias(base, {3}, {-4}, 5); }), "reaches elements -3 to 5");
+  EXPECT_HAS(error_of([&] { make_alias(base, {2}, {1}, -1); }), "reaches elements -1 to 0");
+  EXPECT_HAS(error_of([&] { make_alias(base, {2, 2}, {INT64_MAX, 1}, 0); }), "[view]");
+  EXPECT_HAS(error_of([&] { make_alias(base, {2, 2}, {1}, 0); }), "2 dims but 1 strides");
+  // Meta tensors have no memory to check.
+  EXPECT_EQ(make_alias(base.to_meta(), {100}, {1}, 0).numel(), 100);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -205,6 +205,79 @@ TEST(GraphDynamic, NumbersThatDoNotFollowTheSizeKeepTheirExactValues) {
   EXPECT_EQ(compiled.replans(), 2);
 }
 
+// A re-plan whose inferred shapes fail (here a zeros() of negative size:
+// 30 - n fitted at 8, 9 and 19 but clamped at 0 by the host) traces again,
+// and the new trace gives the right values; a size the function itself
+// rejects raises its error and keeps the template for the next size.
+TEST(GraphDynamic, AReplanThatCannotInferTracesAgain) {
+  auto padded = [](const TensorVector& in) -> TensorVector {
+    const int64_t n = in[0].size(0);
+    Tensor head = in[0].narrow(0, 0, std::min<int64_t>(n, 30));
+    Tensor pad = zeros({std::max<int64_t>(30 - n, 0), 2});
+    return {cat({head, pad}, 0) * 2.0};
+  };
+  auto compiled = graph::compile(padded);
+  for (int64_t rows : {8, 8, 12, 35}) {
+    const Tensor x = graph::dynamic(randn({rows, 2}), 0);
+    EXPECT_TRUE(equal(compiled({x})[0], padded({x})[0])) << rows;
+  }
+  EXPECT_EQ(compiled.compiles(), 2);  // 8, then 35
+  EXPECT_EQ(compiled.replans(), 1);   // 12
+
+  // 2n - 8 rows: the up probe (n = 9 wants 10) fails, the down one fits.
+  auto doubled = [](const TensorVector& in) -> TensorVector {
+    return {in[0].narrow(0, 0, 2 * in[0].size(0) - 8) + 1.0};
+  };
+  auto compiled2 = graph::compile(doubled);
+  for (int64_t rows : {8, 8, 5}) {
+    const Tensor x = graph::dynamic(randn({rows, 2}), 0);
+    EXPECT_TRUE(equal(compiled2({x})[0], doubled({x})[0])) << rows;
+  }
+  EXPECT_EQ(compiled2.replans(), 1);
+  EXPECT_HAS(error_of([&] { compiled2({graph::dynamic(randn({12, 2}), 0)}); }), "narrow");
+  const Tensor x6 = graph::dynamic(randn({6, 2}), 0);
+  EXPECT_TRUE(equal(compiled2({x6})[0], doubled({x6})[0]));
+  EXPECT_EQ(compiled2.compiles(), 1);
+  EXPECT_EQ(compiled2.replans(), 2);  // the template outlived the bad size
+}
+
+// Two marked dims of equal size at the trace (a batch of 6 sequences of 6)
+// are one size to the first fit, which a reshape to B * T rows breaks; the
+// dims then get a size each, and a later (4, 6) re-plans.
+TEST(GraphDynamic, EqualMarkedSizesSplitByDimWhenOneSizeDoesNotFit) {
+  auto flat = [](const TensorVector& in) -> TensorVector {
+    return {in[0].reshape({in[0].size(0) * in[0].size(1), 1}) * 3.0};
+  };
+  auto compiled = graph::compile(flat);
+  for (const auto& [b, t] :
+       std::vector<std::pair<int64_t, int64_t>>{{6, 6}, {6, 6}, {4, 6}, {5, 3}}) {
+    const Tensor x = graph::dynamic(graph::dynamic(randn({b, t}), 0), 1);
+    EXPECT_TRUE(equal(compiled({x})[0], flat({x})[0])) << b << " x " << t;
+  }
+  EXPECT_EQ(compiled.compiles(), 1);
+  EXPECT_EQ(compiled.replans(), 2);
+}
+
+// Beyond kMaxPlans, the plan used least recently is dropped; its size plans
+// again when it comes back, and values stay right throughout.
+TEST(GraphDynamic, OnlySoManyPlansAreKept) {
+  auto fn = [](const TensorVector& in) -> TensorVector { return {in[0] * 2.0 + 1.0}; };
+  auto compiled = graph::compile(fn);
+  const auto kept = static_cast<int64_t>(graph::CompiledFunction::kMaxPlans);
+  for (int64_t rows = 1; rows <= kept + 3; ++rows) {
+    const Tensor x = graph::dynamic(randn({rows + 3, 2}), 0);
+    EXPECT_TRUE(equal(compiled({x})[0], fn({x})[0])) << rows;
+    if (rows == 1) {
+      EXPECT_TRUE(equal(compiled({x})[0], fn({x})[0]));  // the compile
+    }
+  }
+  const int planned = compiled.compiles() + compiled.replans();
+  EXPECT_EQ(planned, kept + 3);
+  const Tensor first = graph::dynamic(randn({4, 2}), 0);  // dropped: planned again
+  EXPECT_TRUE(equal(compiled({first})[0], fn({first})[0]));
+  EXPECT_EQ(compiled.compiles() + compiled.replans(), planned + 1);
+}
+
 TEST(GraphDynamic, BadMarksAreClearErrors) {
   EXPECT_HAS(
       error_of([] {

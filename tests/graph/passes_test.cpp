@@ -355,5 +355,78 @@ TEST(GraphPasses, MemoryPlanningWritesOverADyingInputInPlace) {
   EXPECT_TRUE(all_close(executor_t.run({x})[0], transposed({x})[0], 1e-5, 1e-4));
 }
 
+// A fused chain writes over a dying input only when its one result is its
+// last step: with two results, the first would be written while the tile
+// loop still reads the input.
+TEST(GraphPasses, MemoryPlanningWritesAFusedChainInPlaceOnlyWithOneResult) {
+  const Tensor x = uniform({64, 64}, -1, 1, 4).to(DType::f32);
+  const Tensor w = uniform({64, 64}, -1, 1, 5).to(DType::f32);
+  auto offset_of_shape = [](const Graph& graph, const graph::MemoryPlan& plan) {
+    std::vector<int64_t> placed;  // the 64 x 64 values the nodes make
+    for (const graph::Node& node : graph.nodes()) {
+      for (int out : node.outputs) {
+        if (graph.value(out).meta.shape == Shape{64, 64}) {
+          placed.push_back(plan.offsets[static_cast<size_t>(out)]);
+        }
+      }
+    }
+    return placed;
+  };
+  auto one_result = [](const TensorVector& in) -> TensorVector {
+    Tensor a = matmul(in[0], in[1]);  // not fusable: the fused node's input
+    return {(exp(a) - 1.0).sum()};
+  };
+  const Graph fused = graph::run_passes(graph::trace(one_result, {x, w}));
+  const graph::MemoryPlan plan = graph::plan_memory(fused);
+  const std::vector<int64_t> placed = offset_of_shape(fused, plan);
+  ASSERT_EQ(placed.size(), 2u) << fused.str();  // the product and the fused node's result
+  EXPECT_EQ(placed[0], placed[1]) << fused.str() << plan.str();
+  EXPECT_HAS(plan.heuristic, "in place");
+  graph::Executor executor(fused);
+  EXPECT_TRUE(all_close(executor.run({x, w})[0], one_result({x, w})[0], 1e-5, 1e-4));
+
+  auto two_results = [](const TensorVector& in) -> TensorVector {
+    Tensor a = matmul(in[0], in[1]);
+    Tensor b = exp(a);
+    Tensor c = b - 1.0;
+    return {b.sum(), c.sum()};  // b and c both leave the fused node
+  };
+  const Graph fused2 = graph::run_passes(graph::trace(two_results, {x, w}));
+  const graph::MemoryPlan plan2 = graph::plan_memory(fused2);
+  const std::vector<int64_t> placed2 = offset_of_shape(fused2, plan2);
+  ASSERT_EQ(placed2.size(), 3u) << fused2.str();
+  EXPECT_NE(placed2[0], placed2[1]) << fused2.str() << plan2.str();
+  EXPECT_NE(placed2[0], placed2[2]) << fused2.str() << plan2.str();
+  graph::Executor executor2(fused2);
+  const TensorVector got = executor2.run({x, w}), want = two_results({x, w});
+  EXPECT_TRUE(all_close(got[0], want[0], 1e-5, 1e-4));
+  EXPECT_TRUE(all_close(got[1], want[1], 1e-5, 1e-4));
+}
+
+// plan_memory(graph, variant) places as the full search did when given the
+// variant it chose (a dynamic dim's re-plan relies on it); a bad number is
+// an error naming the valid range.
+TEST(GraphPasses, MemoryPlanningCanRepeatTheChosenPlacement) {
+  manual_seed(1);
+  nn::Linear first(64, 256), second(256, 10);
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor loss = cross_entropy(second.forward(relu(first.forward(in[0]))), in[1]);
+    loss.backward();
+    return {loss};
+  };
+  const Graph traced = graph::trace(fn, {randn({32, 64}), randint(0, 10, {32})});
+  const graph::MemoryPlan best = graph::plan_memory(traced);
+  ASSERT_GE(best.variant, 0);
+  const graph::MemoryPlan again = graph::plan_memory(traced, best.variant);
+  EXPECT_EQ(again.variant, best.variant);
+  EXPECT_EQ(again.heuristic, best.heuristic);
+  EXPECT_EQ(again.arena_bytes, best.arena_bytes);
+  EXPECT_EQ(again.offsets, best.offsets);
+  EXPECT_EQ(again.unplanned_bytes, best.unplanned_bytes);
+  EXPECT_HAS(error_of([&] { graph::plan_memory(traced, 8); }),
+             "[graph::plan_memory] variant 8 is not -1 (try all) or a placement in [0, 8)");
+  EXPECT_HAS(error_of([&] { graph::plan_memory(traced, -2); }), "variant -2");
+}
+
 }  // namespace
 }  // namespace tessera::testing

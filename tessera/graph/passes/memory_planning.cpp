@@ -3,6 +3,7 @@
 #include <functional>
 #include <numeric>
 
+#include "tessera/core/error.h"
 #include "tessera/graph/ir.h"
 #include "tessera/graph/passes/passes.h"
 #include "tessera/ops/tile_kernels.h"
@@ -102,7 +103,7 @@ int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>&
 
 }  // namespace
 
-MemoryPlan plan_memory(const Graph& graph) {
+MemoryPlan plan_memory(const Graph& graph, int variant) {
   const size_t num_values = graph.values().size();
   const auto& nodes = graph.nodes();
   MemoryPlan plan;
@@ -200,9 +201,14 @@ MemoryPlan plan_memory(const Graph& graph) {
 
   // Without and with in-place writes, several orders of placement, each
   // packed best fit; the smallest arena wins (ties: the earlier try).
+  // Variant number: in_place * kOrders + the order's index.
+  constexpr int kOrders = 4;
+  TESSERA_CHECK(variant >= -1 && variant < 2 * kOrders, "[graph::plan_memory] variant ", variant,
+                " is not -1 (try all) or a placement in [0, ", 2 * kOrders, ")");
   plan.arena_bytes = -1;
   plan.lower_bound = -1;
   for (const bool in_place : {false, true}) {
+    if (variant >= 0 && (variant >= kOrders) != in_place) continue;
     const std::vector<Interval> intervals = intervals_of(in_place);
     // The bound no placement can beat: the most bytes live at one node.
     std::vector<int64_t> live(nodes.size() + 1, 0);
@@ -211,11 +217,13 @@ MemoryPlan plan_memory(const Graph& graph) {
     }
     const int64_t bound = *std::max_element(live.begin(), live.end());
     plan.lower_bound = plan.lower_bound < 0 ? bound : std::min(plan.lower_bound, bound);
-    if (!in_place) {
-      for (const Interval& it : intervals) plan.unplanned_bytes += it.bytes;
+    if (plan.unplanned_bytes == 0) {  // in place or not, the same values
+      for (const Interval& it : intervals) {
+        plan.unplanned_bytes += it.bytes * static_cast<int64_t>(1 + it.in_place.size());
+      }
     }
     auto span = [&](size_t i) { return int64_t{intervals[i].last - intervals[i].first + 1}; };
-    const std::pair<const char*, std::function<bool(size_t, size_t)>> orders[] = {
+    const std::pair<const char*, std::function<bool(size_t, size_t)>> orders[kOrders] = {
         {"largest first",
          [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; }},
         {"in execution order", [](size_t a, size_t b) { return a < b; }},
@@ -226,7 +234,10 @@ MemoryPlan plan_memory(const Graph& graph) {
                   static_cast<double>(intervals[b].bytes) * static_cast<double>(span(b));
          }},
     };
-    for (const auto& [name, before] : orders) {
+    for (int o = 0; o < kOrders; ++o) {
+      const int this_variant = (in_place ? kOrders : 0) + o;
+      if (variant >= 0 && variant != this_variant) continue;
+      const auto& [name, before] = orders[o];
       std::vector<size_t> order(intervals.size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), before);
@@ -235,6 +246,7 @@ MemoryPlan plan_memory(const Graph& graph) {
       if (plan.arena_bytes >= 0 && peak >= plan.arena_bytes) continue;
       plan.arena_bytes = peak;
       plan.heuristic = std::string(name) + ", best fit" + (in_place ? ", in place" : "");
+      plan.variant = this_variant;
       std::fill(plan.offsets.begin(), plan.offsets.end(), -1);
       for (size_t i = 0; i < intervals.size(); ++i) {
         plan.offsets[static_cast<size_t>(intervals[i].value)] = offsets[i];

@@ -65,10 +65,14 @@ struct MemoryPlan {
   int64_t lower_bound = 0;       // the most bytes live at one node
   int64_t unplanned_bytes = 0;   // the same values without any reuse
   std::string heuristic;         // the placement that won
+  int variant = -1;              // its number, for plan_memory(graph, variant)
   // "arena 1.50 MiB (largest first, best fit); lower bound 1.50 MiB (gap 0.0%); ..."
   std::string str() const;
 };
-MemoryPlan plan_memory(const Graph& graph);
+// Tries several placements (with and without in-place writes, several
+// orders) and keeps the smallest arena; with `variant` >= 0, only that one
+// (a re-plan of a dynamic dim keeps the placement its compile chose).
+MemoryPlan plan_memory(const Graph& graph, int variant = -1);
 
 // Copies a graph's inputs, variables and constants into a new graph, then
 // the nodes a pass copies or adds, renumbering values; finish() adds the
