@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "tessera/distributed/group.h"
@@ -131,15 +132,16 @@ void check_pass_names(const std::vector<std::string>& names) {
   }
 }
 
-Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled) {
+Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled, bool dump) {
   check_pass_names(disabled);
-  GraphDump dump;
-  dump.write("traced", graph);
+  std::optional<GraphDump> dumps;
+  if (dump) dumps.emplace();
+  if (dumps) dumps->write("traced", graph);
   Graph out = graph;
   for (const auto& [name, pass] : kPasses) {
     if (std::find(disabled.begin(), disabled.end(), name) != disabled.end()) continue;
     out = pass(out);
-    dump.write(name, out);
+    if (dumps) dumps->write(name, out);
   }
   return out;
 }
@@ -184,9 +186,10 @@ std::optional<CompiledFunction::Plan> CompiledFunction::replan(const MetaVector&
     }
     const auto start = std::chrono::steady_clock::now();
     try {
-      Plan plan{signature, std::make_shared<Executor>(run_passes(shape_template.instantiate(*sizes),
-                                                                 options_.disabled_passes),
-                                                      templates_[t].memory_variant)};
+      Graph graph = shape_template.instantiate(*sizes);
+      if (!templates_[t].optimised) graph = run_passes(graph, options_.disabled_passes);
+      Plan plan{signature,
+                std::make_shared<Executor>(std::move(graph), templates_[t].memory_variant)};
       ++replans_;
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -296,21 +299,37 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
                                                       const TensorVector& inputs) {
   const auto start = std::chrono::steady_clock::now();
   Graph traced = trace(fn_, inputs);
+  Graph optimised = run_passes(traced, options_.disabled_passes);
   bool made_template = false;
   if (!dynamic_refused_ && has_marks()) {
-    // Trace at probe sizes too, so that later sizes re-plan without a trace.
-    // Marked dims of equal size share one size; when that does not fit
-    // (a batch and a sequence length that happen to be equal), the same dim
-    // of each input shares one instead.
+    // Trace at probe sizes too, so that later sizes re-plan without a trace:
+    // the template of the optimised graph (every probe through the passes
+    // too), or, when the passes treat the sizes differently, of the traced
+    // graph (a re-plan then runs the passes). Marked dims of equal size
+    // share one size; when that does not fit (a batch and a sequence length
+    // that happen to be equal), the same dim of each input shares one.
+    auto passes = [this](const Graph& graph) {
+      return run_passes(graph, options_.disabled_passes, false);
+    };
+    auto make = [&](const std::vector<DynamicSize>& sizes) -> Template {
+      try {
+        return {std::make_shared<const ShapeTemplate>(fn_, signature, optimised, sizes, passes), -1,
+                true};
+      } catch (const Error& error) {
+        if (explain()) {
+          std::cerr << "[graph::compile] the optimised graph cannot be a template of the dynamic "
+                    << "dims; re-plans will run the passes: " << error.what() << "\n";
+        }
+        return {std::make_shared<const ShapeTemplate>(fn_, signature, traced, sizes), -1, false};
+      }
+    };
     try {
       try {
-        templates_.push_back({std::make_shared<const ShapeTemplate>(
-            fn_, signature, traced, group_sizes(signature, marks_))});
+        templates_.push_back(make(group_sizes(signature, marks_)));
       } catch (const Error&) {
         std::vector<DynamicSize> by_dim = group_sizes(signature, marks_, true);
         if (by_dim.size() == group_sizes(signature, marks_).size()) throw;
-        templates_.push_back(
-            {std::make_shared<const ShapeTemplate>(fn_, signature, traced, std::move(by_dim))});
+        templates_.push_back(make(by_dim));
       }
       made_template = true;
     } catch (const Error& error) {
@@ -327,7 +346,7 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
                 << error.what() << "\n";
     }
   }
-  Plan plan{signature, std::make_shared<Executor>(run_passes(traced, options_.disabled_passes))};
+  Plan plan{signature, std::make_shared<Executor>(std::move(optimised))};
   if (made_template) templates_.back().memory_variant = plan.executor->memory().variant;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

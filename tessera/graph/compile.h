@@ -70,7 +70,9 @@ const std::vector<std::string>& pass_names();
 void check_pass_names(const std::vector<std::string>& names);
 // Runs every pass not disabled; an unknown name is an error listing the
 // valid ones.
-Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled = {});
+// `dump`: write TESSERA_GRAPH_DUMP's files (not for a dynamic dim's probes).
+Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled = {},
+                 bool dump = true);
 
 class CompiledFunction {
  public:
@@ -123,6 +125,7 @@ class CompiledFunction {
   struct Template {
     std::shared_ptr<const ShapeTemplate> shapes;
     int memory_variant = -1;
+    bool optimised = false;  // of the graph after the passes: a re-plan runs none
   };
   std::vector<Template> templates_;
   // A template that could not re-plan this call's sizes: dropped when the

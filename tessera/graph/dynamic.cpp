@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -32,6 +33,7 @@ struct NumberAt {
   int index = 0;  // value, node or constant
   int item = 0;   // dim, or attr item
   int element = 0;
+  int step = -1;  // for an attr of a fused node's step: the step
 };
 // A graph's numbers, in one fixed order: every value's dims, every node's
 // numeric attrs and random counter count, every constant. `whole` says
@@ -58,23 +60,33 @@ Numbers numbers_of(const Graph& graph) {
   }
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     const Node& node = graph.nodes()[n];
-    const auto& items = node.attrs.items();
-    for (size_t i = 0; i < items.size(); ++i) {
-      const AttrValue& value = items[i].second;
-      NumberAt at{NumberAt::attr, static_cast<int>(n), static_cast<int>(i)};
-      if (const auto* x = std::get_if<int64_t>(&value)) out.add(static_cast<double>(*x), true, at);
-      if (const auto* f = std::get_if<double>(&value)) out.add(*f, false, at);
-      if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
-        for (size_t e = 0; e < list->size(); ++e) {
-          at.element = static_cast<int>(e);
-          out.add(static_cast<double>((*list)[e]), true, at);
+    auto add_attrs = [&](const Attrs& attrs, int step) {
+      const auto& items = attrs.items();
+      for (size_t i = 0; i < items.size(); ++i) {
+        const AttrValue& value = items[i].second;
+        NumberAt at{NumberAt::attr, static_cast<int>(n), static_cast<int>(i), 0, step};
+        if (const auto* x = std::get_if<int64_t>(&value))
+          out.add(static_cast<double>(*x), true, at);
+        if (const auto* f = std::get_if<double>(&value)) out.add(*f, false, at);
+        if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
+          for (size_t e = 0; e < list->size(); ++e) {
+            at.element = static_cast<int>(e);
+            out.add(static_cast<double>((*list)[e]), true, at);
+          }
         }
+      }
+    };
+    add_attrs(node.attrs, -1);
+    if (node.fused) {
+      for (size_t s = 0; s < node.fused->steps.size(); ++s) {
+        add_attrs(node.fused->steps[s].attrs, static_cast<int>(s));
       }
     }
     out.add(static_cast<double>(node.random_count), true, {NumberAt::count, static_cast<int>(n)});
   }
   for (size_t c = 0; c < graph.constants().size(); ++c) {
     const Tensor& tensor = graph.constants()[c].second;
+    if (tensor.dim() != 0) continue;  // structure_difference: equal at every size
     out.add(tensor.item<double>(), !is_floating(tensor.dtype()),
             {NumberAt::constant, static_cast<int>(c)});
   }
@@ -90,11 +102,15 @@ std::string number_name(const Graph& graph, const NumberAt& at) {
                      value.kind == ValueKind::node ? " (" + op_of(value.node) + ")" : "");
     }
     case NumberAt::attr: {
-      const auto& items = graph.nodes()[static_cast<size_t>(at.index)].attrs.items();
+      const Node& node = graph.nodes()[static_cast<size_t>(at.index)];
+      const FusedStep* step =
+          at.step >= 0 ? &node.fused->steps.at(static_cast<size_t>(at.step)) : nullptr;
+      const auto& items = step != nullptr ? step->attrs.items() : node.attrs.items();
       const auto& [name, value] = items[static_cast<size_t>(at.item)];
       const bool list = std::holds_alternative<std::vector<int64_t>>(value);
-      return str_cat(op_of(at.index), " attr ", name,
-                     list ? str_cat("[", at.element, "]") : std::string());
+      return str_cat(op_of(at.index),
+                     step != nullptr ? str_cat(" step ", at.step, " (", step->op->name, ")") : "",
+                     " attr ", name, list ? str_cat("[", at.element, "]") : std::string());
     }
     case NumberAt::count:
       return op_of(at.index) + "'s random counter count";
@@ -106,6 +122,7 @@ std::string number_name(const Graph& graph, const NumberAt& at) {
 
 // A random op's seed and offset, which every run sets to its own draw.
 bool replaced_each_run(const Graph& graph, const NumberAt& at) {
+  if (at.step >= 0) return false;  // a fused step draws nothing
   const Node& node = graph.nodes()[static_cast<size_t>(at.index)];
   const std::string& name = node.attrs.items()[static_cast<size_t>(at.item)].first;
   return node.draw >= 0 && (name == "seed" || name == "offset");
@@ -114,6 +131,38 @@ bool replaced_each_run(const Graph& graph, const NumberAt& at) {
 // numel(shape) / per, rounded up.
 uint64_t counters_for(const Shape& shape, int64_t per) {
   return static_cast<uint64_t>((numel(shape) + per - 1) / per);
+}
+
+// What differs between two attr lists beyond their numbers ("" if nothing).
+std::string attrs_difference(const Attrs& a, const Attrs& b) {
+  if (a.items().size() != b.items().size()) return " has other attrs";
+  for (size_t i = 0; i < a.items().size(); ++i) {
+    const auto& [name, value] = a.items()[i];
+    const auto& [other_name, other] = b.items()[i];
+    if (name != other_name || value.index() != other.index()) return " attr " + name;
+    const auto* list = std::get_if<std::vector<int64_t>>(&value);
+    const bool numeric = std::holds_alternative<int64_t>(value) ||
+                         std::holds_alternative<double>(value) || list != nullptr;
+    if (list != nullptr && list->size() != std::get<std::vector<int64_t>>(other).size()) {
+      return " attr " + name + " changes length";
+    }
+    if (!numeric && !(a.items()[i] == b.items()[i])) return " attr " + name + " changes";
+  }
+  return "";
+}
+
+// What differs between two fused programs beyond their numbers.
+std::string program_difference(const FusedProgram& a, const FusedProgram& b) {
+  if (a.num_inputs != b.num_inputs || a.results != b.results || a.steps.size() != b.steps.size()) {
+    return " fuses other steps";
+  }
+  for (size_t s = 0; s < a.steps.size(); ++s) {
+    const FusedStep &x = a.steps[s], &y = b.steps[s];
+    if (x.op != y.op || x.operands != y.operands) return str_cat(" step ", s, " differs");
+    const std::string attrs = attrs_difference(x.attrs, y.attrs);
+    if (!attrs.empty()) return str_cat(" step ", s, attrs);
+  }
+  return "";
 }
 
 // What differs between two traces beyond their numbers ("" if nothing).
@@ -140,21 +189,14 @@ std::string structure_difference(const Graph& a, const Graph& b) {
     }
     if (x.draw != y.draw) return where + " draws other random numbers";
     if (x.refresh.size() != y.refresh.size()) return where + " refreshes other attrs per run";
-    if (x.fused || y.fused) return where + " is fused (a template is made before the passes)";
-    if (x.attrs.items().size() != y.attrs.items().size()) return where + " has other attrs";
-    for (size_t i = 0; i < x.attrs.items().size(); ++i) {
-      const auto& [name, value] = x.attrs.items()[i];
-      const auto& [other_name, other] = y.attrs.items()[i];
-      if (name != other_name || value.index() != other.index()) return where + " attr " + name;
-      const auto* list = std::get_if<std::vector<int64_t>>(&value);
-      const bool numeric = std::holds_alternative<int64_t>(value) ||
-                           std::holds_alternative<double>(value) || list != nullptr;
-      if (list != nullptr && list->size() != std::get<std::vector<int64_t>>(other).size()) {
-        return where + " attr " + name + " changes length";
-      }
-      if (!numeric && !(x.attrs.items()[i] == y.attrs.items()[i])) {
-        return where + " attr " + name + " changes";
-      }
+    if (static_cast<bool>(x.fused) != static_cast<bool>(y.fused)) {
+      return where + " is fused at one size only";
+    }
+    const std::string attrs = attrs_difference(x.attrs, y.attrs);
+    if (!attrs.empty()) return where + attrs;
+    if (x.fused) {
+      const std::string program = program_difference(*x.fused, *y.fused);
+      if (!program.empty()) return where + program;
     }
   }
   auto same_variables = [&] {
@@ -188,6 +230,19 @@ std::string structure_difference(const Graph& a, const Graph& b) {
   }
   for (size_t c = 0; c < a.constants().size(); ++c) {
     if (a.constants()[c].first != b.constants()[c].first) return "the constants differ";
+    // A constant of more than one number (the passes fold, e.g., position
+    // ids) must be the same at every size: only 0-d ones are fitted.
+    const Tensor &x = a.constants()[c].second, &y = b.constants()[c].second;
+    if (x.dim() == 0 && y.dim() == 0) continue;
+    if (x.shape() != y.shape() || x.dtype() != y.dtype()) {
+      return str_cat("the constant %", a.constants()[c].first, " is ", meta_str(x.meta()),
+                     " against ", meta_str(y.meta()));
+    }
+    const Tensor dx = x.contiguous(), dy = y.contiguous();
+    if (std::memcmp(dx.raw_data(), dy.raw_data(),
+                    static_cast<size_t>(dx.numel()) * dtype_size(dx.dtype())) != 0) {
+      return str_cat("the constant %", a.constants()[c].first, " changes with the size");
+    }
   }
   return "";
 }
@@ -256,7 +311,8 @@ std::vector<DynamicSize> group_sizes(const MetaVector& signature,
 }
 
 ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Graph traced,
-                             std::vector<DynamicSize> sizes)
+                             std::vector<DynamicSize> sizes,
+                             const std::function<Graph(const Graph&)>& transform)
     : signature_(signature), traced_(std::move(traced)), sizes_(std::move(sizes)) {
   TESSERA_CHECK(!sizes_.empty(), "[graph::dynamic] no dim is marked dynamic");
   TESSERA_CHECK(sizes_.size() <= 2, "[graph::dynamic] ", sizes_.size(),
@@ -291,7 +347,8 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
           metas[input].shape[static_cast<size_t>(dim)] = point[s];
         }
       }
-      graphs.emplace_back(point, trace(fn, metas));
+      Graph graph = trace(fn, metas);
+      graphs.emplace_back(point, transform ? transform(graph) : std::move(graph));
     }
     return graphs;
   };
@@ -354,6 +411,17 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
           constant && std::bit_cast<uint64_t>(numbers.values[k]) == std::bit_cast<uint64_t>(fit.c);
     }
     if (constant) continue;
+    // A fraction the host computed from the size and stored below double
+    // precision (constant folding makes `full`'s double an f32 constant)
+    // reaches the fit rounded: the fitted line would be a unit in the last
+    // place off at other sizes. (graph::compile then fits the traced graph.)
+    if (at.kind == NumberAt::constant && !at_trace.whole[k]) {
+      const Tensor& number = traced_.constants()[static_cast<size_t>(at.index)].second;
+      TESSERA_CHECK(number.dtype() == DType::f64, "[graph::dynamic] ", number_name(traced_, at),
+                    " (", dtype_name(number.dtype()), ") is a fraction computed from the size (",
+                    fit.c, " at ", describe(at_trace_sizes()), "); rounded to ",
+                    dtype_name(number.dtype()), " it cannot be evaluated exactly at other sizes");
+    }
     fit.varies = true;
     fit.a0 = (at_probe[0].values[k] - fit.c) / d0;
     if (two) {
@@ -461,30 +529,45 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
     shapes.push_back(std::move(shape));
   }
   std::vector<Attrs> attrs;
+  std::vector<std::shared_ptr<const FusedProgram>> programs;
   std::vector<uint64_t> random_counts;
   for (const Node& node : traced_.nodes()) {
-    Attrs now;
-    for (const auto& [name, value] : node.attrs.items()) {
-      auto what = [&] { return str_cat(node.op->name, "'s ", name); };
-      if (const auto* i = std::get_if<int64_t>(&value)) {
-        now.set(name, keep_or_whole(*i, what));
-      } else if (const auto* f = std::get_if<double>(&value)) {
-        now.set(name, keep_or_number(*f));
-      } else if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
-        std::vector<int64_t> numbers;
-        for (int64_t x : *list) numbers.push_back(keep_or_whole(x, what));
-        now.set(name, std::move(numbers));
-      } else {
-        now.set(name, value);
+    auto evaluate_attrs = [&](const Attrs& traced_attrs, const std::string& op_name) {
+      Attrs now;
+      for (const auto& [name, value] : traced_attrs.items()) {
+        auto what = [&] { return str_cat(op_name, "'s ", name); };
+        if (const auto* i = std::get_if<int64_t>(&value)) {
+          now.set(name, keep_or_whole(*i, what));
+        } else if (const auto* f = std::get_if<double>(&value)) {
+          now.set(name, keep_or_number(*f));
+        } else if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
+          std::vector<int64_t> numbers;
+          for (int64_t x : *list) numbers.push_back(keep_or_whole(x, what));
+          now.set(name, std::move(numbers));
+        } else {
+          now.set(name, value);
+        }
       }
+      return now;
+    };
+    attrs.push_back(evaluate_attrs(node.attrs, node.op->name));
+    if (node.fused) {
+      auto program = std::make_shared<FusedProgram>(*node.fused);
+      for (FusedStep& step : program->steps) step.attrs = evaluate_attrs(step.attrs, step.op->name);
+      programs.push_back(std::move(program));
+    } else {
+      programs.push_back(nullptr);
     }
-    attrs.push_back(std::move(now));
     const int64_t count = keep_or_whole(static_cast<int64_t>(node.random_count),
                                         [&] { return node.op->name + "'s counter count"; });
     random_counts.push_back(static_cast<uint64_t>(count));
   }
   std::unordered_map<int, Tensor> constants;
   for (const auto& [id, tensor] : traced_.constants()) {
+    if (tensor.dim() != 0) {  // folded by the passes: the same at every size
+      constants[id] = tensor;
+      continue;
+    }
     if (!varies()) {
       ++at;
       constants[id] = tensor;
@@ -525,7 +608,22 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
         const Node& node = traced_.nodes()[n];
         MetaVector inputs;
         for (int input : node.inputs) inputs.push_back(out.value(input).meta);
-        const MetaVector inferred = node.op->infer(inputs, attrs[n]);
+        MetaVector inferred;
+        if (programs[n] != nullptr) {  // each step's shape from its operands'
+          MetaVector operands = inputs;
+          for (const FusedStep& step : programs[n]->steps) {
+            MetaVector step_inputs;
+            for (int operand : step.operands) {
+              step_inputs.push_back(operands.at(static_cast<size_t>(operand)));
+            }
+            operands.push_back(step.op->infer(step_inputs, step.attrs).at(0));
+          }
+          for (int result : programs[n]->results) {
+            inferred.push_back(operands.at(static_cast<size_t>(programs[n]->num_inputs + result)));
+          }
+        } else {
+          inferred = node.op->infer(inputs, attrs[n]);
+        }
         for (size_t o = 0; o < node.outputs.size(); ++o) {
           const Shape& expected = shapes[static_cast<size_t>(node.outputs[o])];
           TESSERA_CHECK(inferred[o].shape == expected, "[graph::dynamic] ", node.op->name,
@@ -535,7 +633,10 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
         const uint64_t count = random_per_[n] > 0
                                    ? counters_for(inferred.at(0).shape, random_per_[n])
                                    : random_counts[n];
-        const int added = out.add_node(*node.op, attrs[n], node.inputs, inferred, count, node.draw);
+        const int added =
+            programs[n] != nullptr
+                ? out.add_fused_node(programs[n], node.inputs, inferred)
+                : out.add_node(*node.op, attrs[n], node.inputs, inferred, count, node.draw);
         for (const auto& refresh : node.refresh) out.add_refresh(added, refresh);
         id = out.nodes()[static_cast<size_t>(added)].outputs[0];
         break;

@@ -8,13 +8,19 @@
 //
 // The first compile with a marked dim traces the function at the given
 // sizes and, to learn how the graph depends on them, at more sizes: a
-// probe and a check for one dynamic size, four more traces for two. Every number of the graph (a
-// value's dim, a reshape's target, a factory's shape, a number the function computed, a random op's
-// counter count) must be the same affine function of the sizes at all three; with two dynamic
-// sizes, of both and their product. A later call whose only change is in marked dims re-plans from
-// that template: the numbers are evaluated at the new sizes, every node's shapes are inferred again
-// and checked against them, and the passes and the memory planner run; nothing is traced. A mark
-// stays with its input position for later calls of the same compiled function.
+// probe and a check for one dynamic size, four more traces for two. Every
+// number of the graph (a value's dim, a reshape's target, a factory's
+// shape, a number the function computed, a random op's counter count) must
+// be the same affine function of the sizes at all of them; with two
+// dynamic sizes, of both and their product. A later call whose only change
+// is in marked dims re-plans from that template: the numbers are evaluated
+// at the new sizes, every node's shapes are inferred again and checked
+// against them, and the memory planner runs; nothing is traced.
+// graph::compile fits the template to the graph after its passes (the
+// probe traces go through them too), so a re-plan runs no pass; where the
+// passes treat the sizes differently, to the traced graph, and a re-plan
+// runs them. A mark stays with its input position for later calls of the
+// same compiled function.
 //
 // What cannot be dynamic says so once on stderr and compiles each size on
 // its own: a number that is not affine in the size (1/size), a probe size
@@ -25,6 +31,7 @@
 // seen: keep such code outside the compiled function, or leave the dim
 // static.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,8 +68,12 @@ class ShapeTemplate {
   // Traces `fn` at probe sizes next to `traced` (its trace at `signature`)
   // and fits every number of the graph. Raises an error saying what does
   // not follow the sizes.
+  // With `transform`, `traced` is the trace after it, and every probe trace
+  // goes through it too (graph::compile passes the passes, so a re-plan
+  // resizes the optimised graph and runs no pass).
   ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Graph traced,
-                std::vector<DynamicSize> sizes);
+                std::vector<DynamicSize> sizes,
+                const std::function<Graph(const Graph&)>& transform = nullptr);
 
   // The sizes of a call with `signature`, or nothing when the call differs
   // from the trace in more than the dynamic dims.

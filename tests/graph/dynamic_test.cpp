@@ -86,6 +86,28 @@ TEST(GraphDynamic, NewBatchSizesReplanWithoutTracingAndMatchEager) {
   EXPECT_EQ(compiled.calls, 4);
 }
 
+// The template is of the optimised graph: a re-plan resizes the compile's
+// fused nodes (a step's number that follows the size included) and runs no
+// pass, and the values are eager's.
+TEST(GraphDynamic, AReplanResizesTheOptimisedGraph) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    const auto rows = static_cast<double>(in[0].size(0));
+    return {(exp(in[0] * (0.1 * rows)) - 1.0).sum({1})};
+  };
+  auto compiled = graph::compile(fn);
+  for (int64_t rows : {8, 8, 5, 11}) {
+    const Tensor x = graph::dynamic(uniform({rows, 3}, -1, 1, 9).to(DType::f32), 0);
+    EXPECT_TRUE(equal(compiled({x})[0], fn({x})[0])) << rows;
+  }
+  EXPECT_EQ(compiled.compiles(), 1);
+  EXPECT_EQ(compiled.replans(), 2);
+  const graph::Graph& replanned = compiled.last_graph();
+  EXPECT_TRUE(std::any_of(replanned.nodes().begin(), replanned.nodes().end(),
+                          [](const graph::Node& node) { return node.fused != nullptr; }))
+      << replanned.str();
+  EXPECT_EQ(replanned.value(replanned.outputs()[0]).meta.shape, (Shape{11}));
+}
+
 TEST(GraphDynamic, WithoutAMarkEverySizeCompiles) {
   const std::vector<Batch> batches = class_batches({8, 8, 5, 3});
   const Trained compiled = train(make_mlp(), sgd_momentum, cross_entropy_of, batches, true, {});
