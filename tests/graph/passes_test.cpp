@@ -280,19 +280,28 @@ TEST(GraphPasses, ConstantFoldingEvaluatesNumbersOnceAndLeavesDrawsAlone) {
 namespace tessera::testing {
 namespace {
 
+// A two-layer MLP's training step (loss and backward) traced at batch 32;
+// the memory-planning tests share it. Seed before constructing.
+struct MlpTrainingStep {
+  nn::Linear first{64, 256}, second{256, 10};
+  Tensor x = randn({32, 64});
+  Tensor labels = randint(0, 10, {32});
+  Graph traced = graph::trace(
+      [this](const TensorVector& in) -> TensorVector {
+        Tensor loss = cross_entropy(second.forward(relu(first.forward(in[0]))), in[1]);
+        loss.backward();
+        return {loss};
+      },
+      {x, labels});
+};
+
 // A training step's temporaries share one arena: smaller than the values
 // without reuse, never below the most bytes live at once.
 TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   manual_seed(1);
-  nn::Linear first(64, 256), second(256, 10);
-  auto fn = [&](const TensorVector& in) -> TensorVector {
-    Tensor loss = cross_entropy(second.forward(relu(first.forward(in[0]))), in[1]);
-    loss.backward();
-    return {loss};
-  };
-  Tensor x = randn({32, 64});
-  Tensor labels = randint(0, 10, {32});
-  const Graph traced = graph::trace(fn, {x, labels});
+  MlpTrainingStep step;
+  const Graph& traced = step.traced;
+  const Tensor &x = step.x, &labels = step.labels;
   const graph::MemoryPlan plan = graph::plan_memory(traced);
   EXPECT_GT(plan.arena_bytes, 0);
   EXPECT_LT(plan.arena_bytes, plan.unplanned_bytes) << plan.str();
@@ -307,10 +316,10 @@ TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   // Runs from the arena give the interpreter's values and gradients.
   graph::Executor executor(traced);
   const double loss = executor.run({x, labels})[0].item<double>();
-  const Tensor weight_grad = first.weight.grad().clone();
-  first.weight.impl().grad.reset();
+  const Tensor weight_grad = step.first.weight.grad().clone();
+  step.first.weight.impl().grad.reset();
   EXPECT_EQ(loss, graph::run(traced, {x, labels})[0].item<double>());
-  EXPECT_TRUE(equal(first.weight.grad(), weight_grad));
+  EXPECT_TRUE(equal(step.first.weight.grad(), weight_grad));
 }
 
 // In-place reuse: an elementwise node whose input dies there writes its
@@ -408,13 +417,8 @@ TEST(GraphPasses, MemoryPlanningWritesAFusedChainInPlaceOnlyWithOneResult) {
 // an error naming the valid range.
 TEST(GraphPasses, MemoryPlanningCanRepeatTheChosenPlacement) {
   manual_seed(1);
-  nn::Linear first(64, 256), second(256, 10);
-  auto fn = [&](const TensorVector& in) -> TensorVector {
-    Tensor loss = cross_entropy(second.forward(relu(first.forward(in[0]))), in[1]);
-    loss.backward();
-    return {loss};
-  };
-  const Graph traced = graph::trace(fn, {randn({32, 64}), randint(0, 10, {32})});
+  const MlpTrainingStep step;
+  const Graph& traced = step.traced;
   const graph::MemoryPlan best = graph::plan_memory(traced);
   ASSERT_GE(best.variant, 0);
   const graph::MemoryPlan again = graph::plan_memory(traced, best.variant);
