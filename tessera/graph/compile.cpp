@@ -311,24 +311,27 @@ CompiledFunction::Plan CompiledFunction::compile_plan(const MetaVector& signatur
     auto passes = [this](const Graph& graph) {
       return run_passes(graph, options_.disabled_passes, false);
     };
+    // The probe traces serve both templates.
     auto make = [&](const std::vector<DynamicSize>& sizes) -> Template {
+      const ProbeTraces probes = trace_probes(fn_, signature, sizes);
       try {
-        return {std::make_shared<const ShapeTemplate>(fn_, signature, optimised, sizes, passes), -1,
-                true};
+        return {std::make_shared<const ShapeTemplate>(signature, optimised, sizes, probes, passes),
+                -1, true};
       } catch (const Error& error) {
         if (explain()) {
           std::cerr << "[graph::compile] the optimised graph cannot be a template of the dynamic "
                     << "dims; re-plans will run the passes: " << error.what() << "\n";
         }
-        return {std::make_shared<const ShapeTemplate>(fn_, signature, traced, sizes), -1, false};
+        return {std::make_shared<const ShapeTemplate>(signature, traced, sizes, probes), -1, false};
       }
     };
     try {
+      const std::vector<DynamicSize> merged = group_sizes(signature, marks_);
       try {
-        templates_.push_back(make(group_sizes(signature, marks_)));
+        templates_.push_back(make(merged));
       } catch (const Error&) {
         std::vector<DynamicSize> by_dim = group_sizes(signature, marks_, true);
-        if (by_dim.size() == group_sizes(signature, marks_).size()) throw;
+        if (by_dim.size() == merged.size()) throw;
         templates_.push_back(make(by_dim));
       }
       made_template = true;

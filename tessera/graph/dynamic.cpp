@@ -85,9 +85,10 @@ Numbers numbers_of(const Graph& graph) {
     out.add(static_cast<double>(node.random_count), true, {NumberAt::count, static_cast<int>(n)});
   }
   for (size_t c = 0; c < graph.constants().size(); ++c) {
-    const Tensor& tensor = graph.constants()[c].second;
+    const Constant& constant = graph.constants()[c];
+    const Tensor& tensor = constant.tensor;
     if (tensor.dim() != 0) continue;  // structure_difference: equal at every size
-    out.add(tensor.item<double>(), !is_floating(tensor.dtype()),
+    out.add(constant.exact.value_or(tensor.item<double>()), !is_floating(tensor.dtype()),
             {NumberAt::constant, static_cast<int>(c)});
   }
   return out;
@@ -115,7 +116,7 @@ std::string number_name(const Graph& graph, const NumberAt& at) {
     case NumberAt::count:
       return op_of(at.index) + "'s random counter count";
     case NumberAt::constant:
-      return str_cat("the constant %", graph.constants()[static_cast<size_t>(at.index)].first);
+      return str_cat("the constant %", graph.constants()[static_cast<size_t>(at.index)].value);
   }
   return "a number";
 }
@@ -229,19 +230,23 @@ std::string structure_difference(const Graph& a, const Graph& b) {
     return "the outputs, constants or host effects differ";
   }
   for (size_t c = 0; c < a.constants().size(); ++c) {
-    if (a.constants()[c].first != b.constants()[c].first) return "the constants differ";
+    const int id = a.constants()[c].value;
+    if (id != b.constants()[c].value) return "the constants differ";
     // A constant of more than one number (the passes fold, e.g., position
     // ids) must be the same at every size: only 0-d ones are fitted.
-    const Tensor &x = a.constants()[c].second, &y = b.constants()[c].second;
-    if (x.dim() == 0 && y.dim() == 0) continue;
+    const Tensor &x = a.constants()[c].tensor, &y = b.constants()[c].tensor;
+    if (x.dim() == 0 && y.dim() == 0 && x.dtype() == y.dtype() &&
+        a.constants()[c].exact.has_value() == b.constants()[c].exact.has_value()) {
+      continue;
+    }
     if (x.shape() != y.shape() || x.dtype() != y.dtype()) {
-      return str_cat("the constant %", a.constants()[c].first, " is ", meta_str(x.meta()),
-                     " against ", meta_str(y.meta()));
+      return str_cat("the constant %", id, " is ", meta_str(x.meta()), " against ",
+                     meta_str(y.meta()));
     }
     const Tensor dx = x.contiguous(), dy = y.contiguous();
     if (std::memcmp(dx.raw_data(), dy.raw_data(),
                     static_cast<size_t>(dx.numel()) * dtype_size(dx.dtype())) != 0) {
-      return str_cat("the constant %", a.constants()[c].first, " changes with the size");
+      return str_cat("the constant %", id, " changes with the size");
     }
   }
   return "";
@@ -310,21 +315,19 @@ std::vector<DynamicSize> group_sizes(const MetaVector& signature,
   return sizes;
 }
 
-ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Graph traced,
-                             std::vector<DynamicSize> sizes,
-                             const std::function<Graph(const Graph&)>& transform)
-    : signature_(signature), traced_(std::move(traced)), sizes_(std::move(sizes)) {
-  TESSERA_CHECK(!sizes_.empty(), "[graph::dynamic] no dim is marked dynamic");
-  TESSERA_CHECK(sizes_.size() <= 2, "[graph::dynamic] ", sizes_.size(),
+ProbeTraces trace_probes(const TracedFn& fn, const MetaVector& signature,
+                         const std::vector<DynamicSize>& sizes) {
+  TESSERA_CHECK(!sizes.empty(), "[graph::dynamic] no dim is marked dynamic");
+  TESSERA_CHECK(sizes.size() <= 2, "[graph::dynamic] ", sizes.size(),
                 " different dynamic sizes; at most two are supported (dims of equal size at ",
                 "the trace share one)");
-  TESSERA_CHECK(!traced_.is_global(), "[graph::dynamic] a function of global tensors cannot ",
-                "have dynamic dims yet");
-  // Probe sizes: above the traced ones, or, when the function rejects
-  // those (a sequence longer than a model's context), below.
+  for (const TensorMeta& meta : signature) {
+    TESSERA_CHECK(!meta.is_global(), "[graph::dynamic] a function of global tensors cannot ",
+                  "have dynamic dims yet");
+  }
   auto traces_at = [&](bool up) {
     std::vector<int64_t> probe, check;
-    for (const DynamicSize& size : sizes_) {
+    for (const DynamicSize& size : sizes) {
       const int64_t t = size.traced;
       TESSERA_CHECK(up || t >= 4, "[graph::dynamic] no probe size below ", t);
       probe.push_back(up ? t + 1 : t - 1);
@@ -332,37 +335,50 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
     }
     // With one size: the probe and the check. With two: each probe alone,
     // both, and the check.
-    std::vector<std::vector<int64_t>> points;
-    const std::vector<int64_t> at_trace{sizes_[0].traced, sizes_.size() > 1 ? sizes_[1].traced : 0};
-    if (sizes_.size() == 1) {
-      points = {probe, check};
+    ProbeTraces out;
+    if (sizes.size() == 1) {
+      out.points = {probe, check};
     } else {
-      points = {{probe[0], at_trace[1]}, {at_trace[0], probe[1]}, probe, check};
+      out.points = {{probe[0], sizes[1].traced}, {sizes[0].traced, probe[1]}, probe, check};
     }
-    std::vector<std::pair<std::vector<int64_t>, Graph>> graphs;
-    for (const std::vector<int64_t>& point : points) {
-      MetaVector metas = signature_;
-      for (size_t s = 0; s < sizes_.size(); ++s) {
-        for (const auto& [input, dim] : sizes_[s].dims) {
+    for (const std::vector<int64_t>& point : out.points) {
+      MetaVector metas = signature;
+      for (size_t s = 0; s < sizes.size(); ++s) {
+        for (const auto& [input, dim] : sizes[s].dims) {
           metas[input].shape[static_cast<size_t>(dim)] = point[s];
         }
       }
-      Graph graph = trace(fn, metas);
-      graphs.emplace_back(point, transform ? transform(graph) : std::move(graph));
+      out.graphs.push_back(trace(fn, metas));
     }
-    return graphs;
+    return out;
   };
-  std::vector<std::pair<std::vector<int64_t>, Graph>> probes;
   // (Any exception: the function's own checks may throw at a probe size.)
   try {
-    probes = traces_at(true);
+    return traces_at(true);
   } catch (const std::exception& up) {
     try {
-      probes = traces_at(false);
+      return traces_at(false);
     } catch (const std::exception& down) {
       TESSERA_FAIL("[graph::dynamic] tracing at another size failed: above the traced sizes: ",
                    up.what(), "; below: ", down.what());
     }
+  }
+}
+
+ShapeTemplate::ShapeTemplate(const MetaVector& signature, Graph traced,
+                             std::vector<DynamicSize> sizes, const ProbeTraces& probe_traces,
+                             const std::function<Graph(const Graph&)>& transform)
+    : signature_(signature), traced_(std::move(traced)), sizes_(std::move(sizes)) {
+  TESSERA_CHECK(probe_traces.points.size() == (sizes_.size() == 1 ? 2u : 4u) &&
+                    probe_traces.graphs.size() == probe_traces.points.size(),
+                "[graph::dynamic] ", probe_traces.graphs.size(), " probe traces for ",
+                sizes_.size(), " dynamic sizes; trace_probes makes them");
+  TESSERA_CHECK(!traced_.is_global(), "[graph::dynamic] a function of global tensors cannot ",
+                "have dynamic dims yet");
+  std::vector<std::pair<std::vector<int64_t>, Graph>> probes;
+  for (size_t p = 0; p < probe_traces.points.size(); ++p) {
+    const Graph& graph = probe_traces.graphs[p];
+    probes.emplace_back(probe_traces.points[p], transform ? transform(graph) : graph);
   }
 
   const Numbers at_trace = numbers_of(traced_);
@@ -412,15 +428,18 @@ ShapeTemplate::ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Gr
     }
     if (constant) continue;
     // A fraction the host computed from the size and stored below double
-    // precision (constant folding makes `full`'s double an f32 constant)
-    // reaches the fit rounded: the fitted line would be a unit in the last
-    // place off at other sizes. (graph::compile then fits the traced graph.)
+    // precision reaches the fit rounded: the fitted line would be a unit in
+    // the last place off at other sizes. Constant folding keeps `full`'s
+    // double, which is fitted instead; any other such constant makes
+    // graph::compile fit the traced graph.
     if (at.kind == NumberAt::constant && !at_trace.whole[k]) {
-      const Tensor& number = traced_.constants()[static_cast<size_t>(at.index)].second;
-      TESSERA_CHECK(number.dtype() == DType::f64, "[graph::dynamic] ", number_name(traced_, at),
-                    " (", dtype_name(number.dtype()), ") is a fraction computed from the size (",
-                    fit.c, " at ", describe(at_trace_sizes()), "); rounded to ",
-                    dtype_name(number.dtype()), " it cannot be evaluated exactly at other sizes");
+      const Constant& constant = traced_.constants()[static_cast<size_t>(at.index)];
+      const Tensor& number = constant.tensor;
+      TESSERA_CHECK(number.dtype() == DType::f64 || constant.exact.has_value(), "[graph::dynamic] ",
+                    number_name(traced_, at), " (", dtype_name(number.dtype()),
+                    ") is a fraction computed from the size (", fit.c, " at ",
+                    describe(at_trace_sizes()), "); rounded to ", dtype_name(number.dtype()),
+                    " it cannot be evaluated exactly at other sizes");
     }
     fit.varies = true;
     fit.a0 = (at_probe[0].values[k] - fit.c) / d0;
@@ -562,22 +581,22 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
                                         [&] { return node.op->name + "'s counter count"; });
     random_counts.push_back(static_cast<uint64_t>(count));
   }
-  std::unordered_map<int, Tensor> constants;
-  for (const auto& [id, tensor] : traced_.constants()) {
-    if (tensor.dim() != 0) {  // folded by the passes: the same at every size
-      constants[id] = tensor;
-      continue;
-    }
-    if (!varies()) {
-      ++at;
-      constants[id] = tensor;
+  std::unordered_map<int, Constant> constants;
+  for (const Constant& constant : traced_.constants()) {
+    const int id = constant.value;
+    const Tensor& tensor = constant.tensor;
+    if (tensor.dim() != 0 || !varies()) {  // (folded tensors: the same at every size)
+      if (tensor.dim() == 0) ++at;
+      constants[id] = constant;
       continue;
     }
     const bool whole = !is_floating(tensor.dtype());
-    constants[id] = Tensor::scalar(
+    const double number =
         whole ? static_cast<double>(next_whole([&] { return str_cat("the constant %", id); }))
-              : next(),
-        tensor.dtype());
+              : next();
+    // Rounded to the dtype as `full` rounds the host's double.
+    constants[id] = {id, Tensor::scalar(number, tensor.dtype()),
+                     constant.exact ? std::optional<double>(number) : std::nullopt};
   }
 
   // The values in the trace's order, so every id stays what it was.
@@ -600,7 +619,8 @@ Graph ShapeTemplate::instantiate(const std::vector<int64_t>& sizes) const {
         break;
       }
       case ValueKind::constant:
-        id = out.add_constant(constants.at(static_cast<int>(v)));
+        id = out.add_constant(constants.at(static_cast<int>(v)).tensor,
+                              constants.at(static_cast<int>(v)).exact);
         break;
       case ValueKind::node: {
         if (value.output != 0) continue;  // added with its node's first output

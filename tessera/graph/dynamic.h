@@ -62,17 +62,28 @@ std::vector<DynamicSize> group_sizes(const MetaVector& signature,
                                      const std::vector<std::vector<int64_t>>& marks,
                                      bool by_dim_too = false);
 
+// `fn` traced at sizes beside the traced ones (`signature`'s), to learn
+// how its graph follows them: above them, or, where the function rejects
+// those (a sequence longer than a model's context), below. Raises an error
+// with both failures when neither works.
+struct ProbeTraces {
+  std::vector<std::vector<int64_t>> points;  // a size per DynamicSize
+  std::vector<Graph> graphs;                 // the trace at each point
+};
+ProbeTraces trace_probes(const TracedFn& fn, const MetaVector& signature,
+                         const std::vector<DynamicSize>& sizes);
+
 // A traced graph and how its numbers follow the dynamic sizes.
 class ShapeTemplate {
  public:
-  // Traces `fn` at probe sizes next to `traced` (its trace at `signature`)
-  // and fits every number of the graph. Raises an error saying what does
+  // Fits every number of `traced` (the trace at `signature`) to its
+  // `probes` (trace_probes at `sizes`). Raises an error saying what does
   // not follow the sizes.
   // With `transform`, `traced` is the trace after it, and every probe trace
   // goes through it too (graph::compile passes the passes, so a re-plan
   // resizes the optimised graph and runs no pass).
-  ShapeTemplate(const TracedFn& fn, const MetaVector& signature, Graph traced,
-                std::vector<DynamicSize> sizes,
+  ShapeTemplate(const MetaVector& signature, Graph traced, std::vector<DynamicSize> sizes,
+                const ProbeTraces& probes,
                 const std::function<Graph(const Graph&)>& transform = nullptr);
 
   // The sizes of a call with `signature`, or nothing when the call differs

@@ -79,7 +79,9 @@ Executor::Executor(Graph graph, int memory_variant)
     storage_[v] = Storage::arena;
     env_[v] = arena_view(arena_, memory_.offsets[v], graph_.values()[v].meta);
   }
-  for (const auto& [id, tensor] : graph_.constants()) env_[static_cast<size_t>(id)] = tensor;
+  for (const Constant& constant : graph_.constants()) {
+    env_[static_cast<size_t>(constant.value)] = constant.tensor;
+  }
 
   const bool overlap = overlap_collectives();
   for (const Node& node : graph_.nodes()) {

@@ -174,9 +174,9 @@ std::vector<int> Graph::escaping() const {
   return ids;
 }
 
-int Graph::add_constant(const Tensor& tensor) {
+int Graph::add_constant(const Tensor& tensor, std::optional<double> exact) {
   const int id = add_value({tensor.meta(), ValueKind::constant, -1, 0, TensorMeta{}});
-  constants_.emplace_back(id, tensor);
+  constants_.push_back({id, tensor, exact});
   return id;
 }
 
@@ -216,7 +216,9 @@ std::string Graph::str() const {
         << (variable.grad_of.defined() ? " = variable (a leaf's grad)" : " = variable")
         << shard_str(value(variable.value).global) << "\n";
   }
-  for (const auto& [id, tensor] : constants_) {
+  for (const Constant& constant : constants_) {
+    const int id = constant.value;
+    const Tensor& tensor = constant.tensor;
     out << "  %" << id << ": " << meta_str(value(id).meta) << " = constant";
     if (tensor.numel() == 1 && !tensor.is_meta()) out << " " << tensor.item<double>();
     out << "\n";
@@ -253,8 +255,9 @@ std::string Graph::dot() const {
     out << "  v" << variable.value << " [shape=ellipse, label=\"%" << variable.value
         << " variable\"];\n";
   }
-  for (const auto& [id, tensor] : constants_) {
-    out << "  v" << id << " [shape=ellipse, label=\"%" << id << " constant\"];\n";
+  for (const Constant& constant : constants_) {
+    out << "  v" << constant.value << " [shape=ellipse, label=\"%" << constant.value
+        << " constant\"];\n";
   }
   for (size_t n = 0; n < nodes_.size(); ++n) {
     out << "  n" << n << " [label=\"" << nodes_[n].op->name << "\"];\n";

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,17 @@ struct Variable {
   Tensor grad_of;
 };
 
+// A tensor the graph holds (an op's operand the trace saw as a number, or a
+// value the passes folded).
+struct Constant {
+  int value = -1;
+  Tensor tensor;
+  // For a 0-d floating constant folded from `full`: the host's double before
+  // it was rounded to the dtype. A dynamic dim's template fits this number,
+  // which follows the size exactly where the rounded one does not.
+  std::optional<double> exact;
+};
+
 // A leaf's .grad that a run sets, as the traced backward did: to the value
 // `value`, or (value -1) to none.
 struct GradWrite {
@@ -114,7 +126,7 @@ class Graph {
   int add_input(const TensorMeta& meta, const TensorMeta& global = {});
   // A global tensor enters as its shard on this rank.
   int add_variable(const Tensor& tensor, const Tensor& grad_of = Tensor());
-  int add_constant(const Tensor& tensor);
+  int add_constant(const Tensor& tensor, std::optional<double> exact = std::nullopt);
   // Appends a node and one new value per output meta; returns the node id.
   int add_node(const OpDef& op, const Attrs& attrs, std::vector<int> inputs,
                const MetaVector& outputs, uint64_t random_count = 0, int draw = -1);
@@ -138,7 +150,7 @@ class Graph {
   // Whether any input, variable or output is a shard of a global tensor.
   bool is_global() const;
   const std::vector<Variable>& variables() const { return variables_; }
-  const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
+  const std::vector<Constant>& constants() const { return constants_; }
   const std::vector<GradWrite>& grad_writes() const { return grad_writes_; }
   const HostState& host() const { return host_; }
   const Value& value(int id) const { return values_.at(static_cast<size_t>(id)); }
@@ -163,7 +175,7 @@ class Graph {
   std::vector<int> outputs_;
   std::vector<TensorMeta> output_globals_;
   std::vector<Variable> variables_;
-  std::vector<std::pair<int, Tensor>> constants_;
+  std::vector<Constant> constants_;
   std::vector<GradWrite> grad_writes_;
   HostState host_;
   int num_draws_ = 0;

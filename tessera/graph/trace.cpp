@@ -397,7 +397,9 @@ TensorVector run(const Graph& graph, const TensorVector& inputs) {
   std::vector<Tensor> env(graph.values().size());
   Draws draws(static_cast<size_t>(graph.num_draws()));
   bind_inputs(graph, inputs, env);
-  for (const auto& [id, tensor] : graph.constants()) env[static_cast<size_t>(id)] = tensor;
+  for (const Constant& constant : graph.constants()) {
+    env[static_cast<size_t>(constant.value)] = constant.tensor;
+  }
   for (const Node& node : graph.nodes()) {
     TensorVector args;
     for (int id : node.inputs) args.push_back(env[static_cast<size_t>(id)]);

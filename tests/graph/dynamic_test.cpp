@@ -108,6 +108,34 @@ TEST(GraphDynamic, AReplanResizesTheOptimisedGraph) {
   EXPECT_EQ(replanned.value(replanned.outputs()[0]).meta.shape, (Shape{11}));
 }
 
+// Constant folding rounds `full`'s double (here 0.1 * rows) to an f32
+// constant. The constant keeps the double, so the template of the optimised
+// graph fits the size exactly: at 11 rows its constant is the f32 of 1.1 a
+// trace at 11 rows makes, where the rounded numbers would fit a line an ulp
+// off.
+TEST(GraphDynamic, AFoldedFractionOfTheSizeIsFittedFromTheHostsDouble) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    return {in[0] * (0.1 * static_cast<double>(in[0].size(0)))};
+  };
+  auto passes = [](const graph::Graph& graph) { return graph::run_passes(graph, {}, false); };
+  auto meta = [](int64_t rows) { return MetaVector{TensorMeta{{rows, 3}, DType::f32, Device{}}}; };
+  const graph::Graph optimised = passes(graph::trace(fn, meta(8)));
+  ASSERT_EQ(optimised.constants().size(), 1u) << optimised.str();
+  EXPECT_EQ(optimised.constants()[0].exact, 0.1 * 8);
+  const std::vector<graph::DynamicSize> sizes = graph::group_sizes(meta(8), {{0}});
+  const graph::ShapeTemplate shapes(meta(8), optimised, sizes,
+                                    graph::trace_probes(fn, meta(8), sizes), passes);
+  for (int64_t rows : {5, 11, 1000}) {
+    const graph::Graph resized = shapes.instantiate({rows});
+    const graph::Graph traced = passes(graph::trace(fn, meta(rows)));
+    ASSERT_EQ(resized.constants().size(), 1u) << resized.str();
+    const Tensor& got = resized.constants()[0].tensor;
+    EXPECT_EQ(got.dtype(), DType::f32);
+    EXPECT_EQ(got.item<float>(), traced.constants()[0].tensor.item<float>()) << rows;
+    EXPECT_EQ(got.item<float>(), static_cast<float>(0.1 * static_cast<double>(rows))) << rows;
+  }
+}
+
 TEST(GraphDynamic, WithoutAMarkEverySizeCompiles) {
   const std::vector<Batch> batches = class_batches({8, 8, 5, 3});
   const Trained compiled = train(make_mlp(), sgd_momentum, cross_entropy_of, batches, true, {});

@@ -13,7 +13,9 @@ constexpr int64_t kMaxFoldedElements = 1024;
 Graph fold_constants(const Graph& graph) {
   GraphCopier copier(graph);
   std::vector<Tensor> known(graph.values().size());  // constant values, by old id
-  for (const auto& [id, tensor] : graph.constants()) known[static_cast<size_t>(id)] = tensor;
+  for (const Constant& constant : graph.constants()) {
+    known[static_cast<size_t>(constant.value)] = constant.tensor;
+  }
   std::vector<bool> escapes(graph.values().size(), false);
   for (int id : graph.escaping()) escapes[static_cast<size_t>(id)] = true;
   NoGradGuard no_grad;
@@ -35,10 +37,15 @@ Graph fold_constants(const Graph& graph) {
     TensorVector args;
     for (int input : node.inputs) args.push_back(known[static_cast<size_t>(input)]);
     const TensorVector results = call(*node.op, args, node.attrs);
+    // A number `full` rounded to its dtype keeps the host's double.
+    std::optional<double> exact;
+    if (node.op->name == "full" && results[0].dim() == 0 && is_floating(results[0].dtype())) {
+      exact = node.attrs.f("value");
+    }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       const auto id = static_cast<size_t>(node.outputs[o]);
       known[id] = results[o];
-      copier.map(node.outputs[o], copier.out().add_constant(results[o]));
+      copier.map(node.outputs[o], copier.out().add_constant(results[o], exact));
     }
   }
   return copier.finish();

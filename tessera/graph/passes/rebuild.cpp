@@ -14,7 +14,9 @@ GraphCopier::GraphCopier(const Graph& from) : from_(from), id_(from.values().siz
   for (const Variable& variable : from.variables()) {
     map(variable.value, out_.add_variable(variable.tensor, variable.grad_of));
   }
-  for (const auto& [value, tensor] : from.constants()) map(value, out_.add_constant(tensor));
+  for (const Constant& constant : from.constants()) {
+    map(constant.value, out_.add_constant(constant.tensor, constant.exact));
+  }
 }
 
 int GraphCopier::mapped(int old_id) const {
