@@ -62,6 +62,12 @@ def report(title, ours, theirs):
                 share = ours[name]["bytes_per_second"] / copy["bytes_per_second"]
                 print(f"{name:<34} reaches {share:.2f} of measured copy bandwidth "
                       f"({copy['bytes_per_second'] / 1e9:.1f} GB/s)")
+    check = ours.get("BM_view_bounds_check")
+    if check:
+        for name in ("BM_view_transpose", "BM_view_slice"):
+            if name in ours:
+                print(f"{name:<34} of which the bounds check: {check['seconds'] * 1e9:.1f} ns "
+                      f"({check['seconds'] / ours[name]['seconds']:.0%})")
     for size in (256, 1024, 2048):
         mine = ours.get(f"BM_matmul/{size}/real_time")
         blas = ours.get(f"BM_openblas_sgemm/{size}/real_time")

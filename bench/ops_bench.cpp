@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tessera/core/view_check.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
@@ -80,6 +81,30 @@ void BM_openblas_sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_openblas_sgemm)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
+
+// View overhead: a transposed and a sliced view of a 4-d tensor (no data
+// moves), and the bounds check every view makes (make_alias), alone.
+void BM_view_transpose(benchmark::State& state) {
+  Tensor x = rand({8, 16, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(x.transpose(1, 2));
+}
+BENCHMARK(BM_view_transpose);
+
+void BM_view_slice(benchmark::State& state) {
+  Tensor x = rand({8, 16, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(x.slice(2, 4, 28, 2));
+}
+BENCHMARK(BM_view_slice);
+
+void BM_view_bounds_check(benchmark::State& state) {
+  const Tensor x = rand({8, 16, 32, 64});
+  const Tensor view = x.slice(2, 4, 28, 2);
+  for (auto _ : state) {
+    check_view_in_memory(view.shape(), view.strides(), view.offset(), x.numel());
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_view_bounds_check);
 
 void BM_softmax(benchmark::State& state) {
   Tensor x = randn({4096, 1024});

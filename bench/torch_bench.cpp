@@ -64,6 +64,20 @@ void BM_matmul(benchmark::State& state) {
 }
 BENCHMARK(BM_matmul)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
 
+void BM_view_transpose(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  auto x = torch::rand({8, 16, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(x.transpose(1, 2));
+}
+BENCHMARK(BM_view_transpose);
+
+void BM_view_slice(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  auto x = torch::rand({8, 16, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(x.slice(2, 4, 28, 2));
+}
+BENCHMARK(BM_view_slice);
+
 void BM_softmax(benchmark::State& state) {
   torch::NoGradGuard no_grad;
   auto x = torch::randn({4096, 1024});

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tessera/core/shard_trace.h"
+#include "tessera/core/view_check.h"
 #include "tessera/core/work_queue.h"
 
 namespace tessera {
@@ -224,6 +225,25 @@ void Tensor::bump_version() const {
   }
 }
 
+void check_view_in_memory(const Shape& shape, const Strides& strides, int64_t offset,
+                          int64_t elements) {
+  TESSERA_CHECK(shape.size() == strides.size(), "[view] internal error: shape ", shape_str(shape),
+                " has ", shape.size(), " dims but ", strides.size(), " strides");
+  if (elements < 0 || numel(shape) == 0) return;
+  int64_t lowest = offset, highest = offset;
+  bool overflow = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t reach = 0;
+    overflow = overflow || __builtin_mul_overflow(shape[d] - 1, strides[d], &reach);
+    overflow = overflow || __builtin_add_overflow(reach < 0 ? lowest : highest, reach,
+                                                  reach < 0 ? &lowest : &highest);
+  }
+  TESSERA_CHECK(!overflow && lowest >= 0 && highest < elements, "[view] a view of shape ",
+                shape_str(shape), ", strides ", shape_str(strides), " and offset ", offset,
+                " reaches elements ", lowest, " to ", highest, " of memory holding ", elements,
+                " (valid: 0 to ", elements - 1, ")");
+}
+
 Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides,
                   int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
@@ -231,24 +251,11 @@ Tensor make_alias(const Tensor& base, const Shape& shape, const Strides& strides
   // Every element the view can reach must lie in the base's memory: a view
   // op whose attrs no host method checked (a graph re-planned for a new
   // size evaluates them) must fail here, not read or write past the end.
-  TESSERA_CHECK(shape.size() == strides.size(), "[view] internal error: shape ", shape_str(shape),
-                " has ", shape.size(), " dims but ", strides.size(), " strides");
-  if (b.storage != nullptr && b.device.type != DeviceType::meta && numel(shape) > 0) {
-    int64_t lowest = offset, highest = offset;
-    bool overflow = false;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      int64_t reach = 0;
-      overflow = overflow || __builtin_mul_overflow(shape[d] - 1, strides[d], &reach);
-      overflow = overflow || __builtin_add_overflow(reach < 0 ? lowest : highest, reach,
-                                                    reach < 0 ? &lowest : &highest);
-    }
-    const auto elements =
-        static_cast<int64_t>(b.storage->nbytes() / std::max<size_t>(1, dtype_size(b.dtype)));
-    TESSERA_CHECK(!overflow && lowest >= 0 && highest < elements, "[view] a view of shape ",
-                  shape_str(shape), ", strides ", shape_str(strides), " and offset ", offset,
-                  " reaches elements ", lowest, " to ", highest, " of memory holding ", elements,
-                  " (valid: 0 to ", elements - 1, ")");
-  }
+  const bool in_memory = b.storage != nullptr && b.device.type != DeviceType::meta;
+  check_view_in_memory(shape, strides, offset,
+                       in_memory ? static_cast<int64_t>(b.storage->nbytes() /
+                                                        std::max<size_t>(1, dtype_size(b.dtype)))
+                                 : -1);
   impl->storage = b.storage;
   impl->offset = offset;
   impl->shape = shape;
