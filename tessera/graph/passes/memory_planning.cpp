@@ -71,32 +71,37 @@ int dying_input(const Graph& graph, const Node& node, int n, const std::vector<i
 // interval that is live at the same time, visiting them in `order`.
 int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>& order,
               std::vector<int64_t>& offsets) {
-  std::vector<size_t> placed;
+  // The blocks placed so far, kept by (offset, end): a walk over them meets
+  // those live at the same time as the next interval in offset order.
+  struct Block {
+    int64_t begin, end;
+    size_t interval;
+  };
+  std::vector<Block> placed;
+  placed.reserve(order.size());
   int64_t peak = 0;
   for (size_t i : order) {
     const Interval& it = intervals[i];
-    // The blocks already placed that live at the same time, by offset.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t j : placed) {
-      const Interval& other = intervals[j];
-      if (other.first <= it.last && it.first <= other.last) {
-        busy.emplace_back(offsets[j], offsets[j] + other.bytes);
-      }
-    }
-    std::sort(busy.begin(), busy.end());
     // Best fit: the smallest gap that holds it, else the end.
     int64_t best = -1, best_gap = 0, cursor = 0;
-    for (const auto& [begin, end] : busy) {
-      const int64_t gap = begin - cursor;
+    for (const Block& block : placed) {
+      const Interval& other = intervals[block.interval];
+      if (other.first > it.last || it.first > other.last) continue;  // not live together
+      const int64_t gap = block.begin - cursor;
       if (gap >= it.bytes && (best < 0 || gap < best_gap)) {
         best = cursor;
         best_gap = gap;
       }
-      cursor = std::max(cursor, end);
+      cursor = std::max(cursor, block.end);
     }
     offsets[i] = best >= 0 ? best : cursor;
     peak = std::max(peak, offsets[i] + it.bytes);
-    placed.push_back(i);
+    const Block block{offsets[i], offsets[i] + it.bytes, i};
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), block,
+                                   [](const Block& a, const Block& b) {
+                                     return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
+                                   }),
+                  block);
   }
   return peak;
 }
@@ -211,11 +216,15 @@ MemoryPlan plan_memory(const Graph& graph, int variant) {
     if (variant >= 0 && (variant >= kOrders) != in_place) continue;
     const std::vector<Interval> intervals = intervals_of(in_place);
     // The bound no placement can beat: the most bytes live at one node.
-    std::vector<int64_t> live(nodes.size() + 1, 0);
+    // (Each interval adds its bytes where it starts and takes them back
+    // after its last node: a running sum is what is live at each node.)
+    std::vector<int64_t> change(nodes.size() + 2, 0);
     for (const Interval& it : intervals) {
-      for (int n = it.first; n <= it.last; ++n) live[static_cast<size_t>(n)] += it.bytes;
+      change[static_cast<size_t>(it.first)] += it.bytes;
+      change[static_cast<size_t>(it.last) + 1] -= it.bytes;
     }
-    const int64_t bound = *std::max_element(live.begin(), live.end());
+    int64_t bound = 0, live = 0;
+    for (int64_t bytes : change) bound = std::max(bound, live += bytes);
     plan.lower_bound = plan.lower_bound < 0 ? bound : std::min(plan.lower_bound, bound);
     if (plan.unplanned_bytes == 0) {  // in place or not, the same values
       for (const Interval& it : intervals) {
