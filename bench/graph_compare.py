@@ -79,9 +79,12 @@ def main():
 
     print(f"\n== training steps, {args.threads} threads, median of {args.repetitions} processes")
     print(f"{'model':<10} {'eager ms':>9} {'compiled ms':>12} {'PyTorch ms':>11} {'speed-up':>9} "
-          f"{'vs PyTorch':>11} {'eager MiB':>10} {'compiled MiB':>13} {'memory':>7}")
+          f"{'vs PyTorch':>11} {'eager MiB':>10} {'compiled MiB':>13} {'memory':>7} "
+          f"{'grads MiB':>10} {'beyond grads':>13}")
     print("(speed-up: eager / compiled time; vs PyTorch: PyTorch eager / Tessera compiled;\n"
-          " MiB: gradients + activations + temporaries at the peak; memory: compiled / eager)")
+          " MiB: gradients + activations + temporaries at the peak; memory: compiled / eager;\n"
+          " grads: the gradients alone, the same in both; beyond grads: compiled / eager of\n"
+          " the peak less the gradients)")
     train_bench = os.path.join(folder, "bench", "train_bench")
 
     def median(results, key):
@@ -99,11 +102,14 @@ def main():
         t_eager, t_compiled = median(eager, "step_seconds"), median(compiled, "step_seconds")
         t_torch = median(theirs, "step_seconds")
         m_eager, m_compiled = median(eager, "step_peak_bytes"), median(compiled, "step_peak_bytes")
+        grads = median(eager, "grad_bytes")
         mib = 1 << 20
         print(f"{model:<10} {t_eager * 1e3:>9.3f} {t_compiled * 1e3:>12.3f} {t_torch * 1e3:>11.3f} "
               f"{t_eager / t_compiled:>8.2f}x {t_torch / t_compiled:>10.2f}x "
               f"{m_eager / mib:>10.2f} {m_compiled / mib:>13.2f} "
-              f"{(m_compiled / m_eager if m_eager else float('nan')):>6.2f}x")
+              f"{(m_compiled / m_eager if m_eager else float('nan')):>6.2f}x "
+              f"{grads / mib:>10.2f} "
+              f"{((m_compiled - grads) / (m_eager - grads) if m_eager > grads else float('nan')):>12.2f}x")
         sys.stdout.flush()
 
     print(f"\n== compile cost of the training step, median of {args.repetitions} processes "

@@ -211,6 +211,9 @@ int main(int argc, char** argv) {
                     steps);
   }
   std::sort(times.begin(), times.end());
+  // Read before state_dict() below, whose copies of the optimizer's
+  // buffers would be the peak otherwise.
+  const int64_t allocator_peak = CpuAllocator::instance().stats().peak_bytes;
   const int64_t peak = peak_rss_bytes();
   // The most bytes the steps held at once, less the model's state (the
   // parameters and the optimizer's buffers, the same in every mode): the
@@ -223,13 +226,21 @@ int main(int argc, char** argv) {
     if (key.rfind("state.", 0) == 0)
       state_bytes += value.numel() * static_cast<int64_t>(dtype_size(value.dtype()));
   }
-  const int64_t step_peak = CpuAllocator::instance().stats().peak_bytes - state_bytes;
+  const int64_t step_peak = allocator_peak - state_bytes;
+  // The gradients the step leaves on the parameters: the same bytes in
+  // every mode, part of step_peak_bytes.
+  int64_t grad_bytes = 0;
+  for (const Tensor& p : w.model->parameters()) {
+    if (p.grad().defined())
+      grad_bytes += p.grad().numel() * static_cast<int64_t>(dtype_size(p.grad().dtype()));
+  }
   std::printf(
       "{\"framework\": \"tessera\", \"model\": \"%s\", \"batch\": %lld, \"step_seconds\": %.9f, "
       "\"peak_rss\": %lld, \"peak_rss_growth\": %lld, \"step_peak_bytes\": %lld, "
-      "\"threads\": %d, \"compiled\": %s}\n",
+      "\"grad_bytes\": %lld, \"threads\": %d, \"compiled\": %s}\n",
       name.c_str(), static_cast<long long>(w.x.size(0)), times[times.size() / 2],
       static_cast<long long>(peak), static_cast<long long>(peak - rss_before),
-      static_cast<long long>(step_peak), num_threads(), compiled ? "true" : "false");
+      static_cast<long long>(step_peak), static_cast<long long>(grad_bytes), num_threads(),
+      compiled ? "true" : "false");
   return 0;
 }

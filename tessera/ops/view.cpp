@@ -353,6 +353,12 @@ Tensor slice_backward(const Tensor& grad, const Shape& input_shape, int64_t dim,
 Tensor Tensor::reshape(const Shape& shape) const {
   Shape resolved = infer_size(shape, numel(), "reshape");
   if (resolved == this->shape()) return *this;
+  // A layout the new shape cannot view is copied first, as its own op: a
+  // traced graph then holds the copy as a node whose memory the planner
+  // places (inside the reshape it would be new memory every run).
+  if (!is_global() && !view_strides(this->shape(), strides(), resolved).has_value()) {
+    return call1(reshape_op, {copy(*this)}, {{"shape", resolved}});
+  }
   return call1(reshape_op, {*this}, {{"shape", resolved}});
 }
 

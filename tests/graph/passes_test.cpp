@@ -412,6 +412,34 @@ TEST(GraphPasses, MemoryPlanningWritesAFusedChainInPlaceOnlyWithOneResult) {
   EXPECT_TRUE(all_close(got[1], want[1], 1e-5, 1e-4));
 }
 
+// A reshape whose input's layout it cannot view copies first, as an op of
+// its own: eager's values and gradients are as before, and a traced graph
+// holds the copy as a node whose memory the plan places in the arena
+// (inside the reshape it was new memory on every run).
+TEST(GraphPasses, AReshapeThatCopiesPlacesItsCopyInTheArena) {
+  Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {2, 3}).set_requires_grad();
+  Tensor flat = x.transpose(0, 1).reshape({6});
+  EXPECT_EQ(flat.to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  (flat * Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {6})).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0, 2, 4, 1, 3, 5}));
+
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    return {(exp(in[0]).transpose(0, 1).reshape({-1}) * 2.0).sum()};
+  };
+  const Tensor input = uniform({64, 32}, -1, 1, 5).to(DType::f32);
+  const Graph traced = graph::trace(fn, {input});
+  const graph::MemoryPlan plan = graph::plan_memory(traced);
+  int copies = 0;
+  for (const graph::Node& node : traced.nodes()) {
+    if (node.op->name != "copy") continue;
+    ++copies;
+    EXPECT_GE(plan.offsets[static_cast<size_t>(node.outputs[0])], 0) << traced.str();
+  }
+  EXPECT_EQ(copies, 1) << traced.str();
+  graph::Executor executor(traced);
+  EXPECT_TRUE(all_close(executor.run({input})[0], fn({input})[0], 1e-5, 1e-5));
+}
+
 // plan_memory(graph, variant) places as the full search did when given the
 // variant it chose (a dynamic dim's re-plan relies on it); a bad number is
 // an error naming the valid range.
