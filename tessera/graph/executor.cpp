@@ -7,6 +7,7 @@
 #include "tessera/core/rng.h"
 #include "tessera/graph/fused.h"
 #include "tessera/graph/trace.h"
+#include "tessera/ops/workspace_region.h"
 
 namespace tessera::graph {
 
@@ -62,27 +63,13 @@ bool overlap_collectives() {
 
 Executor::Executor(Graph graph, int memory_variant)
     : graph_(std::move(graph)),
-      memory_(plan_memory(graph_, memory_variant)),
-      storage_(graph_.values().size(), Storage::none),
+      memory_variant_(memory_variant),
+      workspace_bytes_(graph_.nodes().size(), 0),
       env_(graph_.values().size()),
       draws_(static_cast<size_t>(graph_.num_draws())) {
-  // The outputs are the caller's: new tensors every run. Gradients live in
-  // the arena (passes/memory_planning.cpp), or, when the graph adds to the
-  // last run's, are new each run like any value the plan did not place.
-  for (int id : graph_.outputs()) {
-    storage_[static_cast<size_t>(memory_.roots[static_cast<size_t>(id)])] = Storage::fresh;
-  }
-
-  if (memory_.arena_bytes > 0) arena_ = Tensor::empty({memory_.arena_bytes}, DType::u8);
-  for (size_t v = 0; v < graph_.values().size(); ++v) {
-    if (memory_.offsets[v] < 0) continue;
-    storage_[v] = Storage::arena;
-    env_[v] = arena_view(arena_, memory_.offsets[v], graph_.values()[v].meta);
-  }
   for (const Constant& constant : graph_.constants()) {
     env_[static_cast<size_t>(constant.value)] = constant.tensor;
   }
-
   const bool overlap = overlap_collectives();
   for (const Node& node : graph_.nodes()) {
     Step step;
@@ -106,14 +93,36 @@ Executor::Executor(Graph graph, int memory_variant)
         step.kernel = find_kernel(*node.op, DeviceType::cpu, kernel_dtype);
       }
     }
-    // Outputs the plan did not place are new each run, except a view's
-    // and an in-place write's, which are their input's memory.
+    steps_.push_back(std::move(step));
+  }
+  place(plan_memory(graph_, memory_variant_));
+}
+
+void Executor::place(MemoryPlan memory) {
+  memory_ = std::move(memory);
+  storage_.assign(graph_.values().size(), Storage::none);
+  // The outputs are the caller's: new tensors every run. Gradients live in
+  // the arena (passes/memory_planning.cpp), or, when the graph adds to the
+  // last run's, are new each run like any value the plan did not place.
+  for (int id : graph_.outputs()) {
+    storage_[static_cast<size_t>(memory_.roots[static_cast<size_t>(id)])] = Storage::fresh;
+  }
+  arena_ = memory_.arena_bytes > 0 ? Tensor::empty({memory_.arena_bytes}, DType::u8) : Tensor();
+  for (size_t v = 0; v < graph_.values().size(); ++v) {
+    if (memory_.offsets[v] < 0) continue;
+    storage_[v] = Storage::arena;
+    env_[v] = arena_view(arena_, memory_.offsets[v], graph_.values()[v].meta);
+  }
+  // Outputs the plan did not place are new each run, except a view's and
+  // an in-place write's, which are their input's memory.
+  for (size_t n = 0; n < graph_.nodes().size(); ++n) {
+    const Node& node = graph_.nodes()[n];
     const bool aliases = (node.op->view || !node.op->writes.empty()) && !node.fused;
     for (int output : node.outputs) {
       Storage& storage = storage_[static_cast<size_t>(output)];
       if (storage == Storage::none && !aliases) storage = Storage::fresh;
     }
-    steps_.push_back(std::move(step));
+    steps_[n].view_inputs.clear();  // views of the old arena's values
   }
 }
 
@@ -130,6 +139,10 @@ Tensor Executor::output_tensor(int value) {
 
 TensorVector Executor::run(const TensorVector& inputs) {
   NoGradGuard no_grad;  // the graph holds its backward already
+  if (workspace_grew_) {  // the last run's kernels took scratch memory the plan lacked
+    workspace_grew_ = false;
+    place(plan_memory(graph_, memory_variant_, workspace_bytes_));
+  }
   bind_inputs(graph_, inputs, env_);
 
   const auto& nodes = graph_.nodes();
@@ -183,9 +196,18 @@ TensorVector Executor::run(const TensorVector& inputs) {
             if (!arg.is_contiguous()) arg = arg.contiguous();
           }
         }
+        // Scratch memory from the arena where the plan has a place for it;
+        // a kernel that takes more makes the next run plan for it.
+        const int64_t region = memory_.workspace_offsets[n];
+        LentWorkspace lent(region >= 0 ? static_cast<char*>(arena_.raw_data()) + region : nullptr,
+                           region >= 0 ? static_cast<size_t>(workspace_bytes_[n]) : 0);
         Workspace workspace(Device{});
         KernelContext context{*node.op, args, outputs, attrs, workspace, Stream{Device{}}};
         step.kernel(context);
+        if (static_cast<int64_t>(lent.used()) > workspace_bytes_[n]) {
+          workspace_bytes_[n] = static_cast<int64_t>(lent.used());
+          workspace_grew_ = true;
+        }
         if (!node.op->writes.empty()) {
           for (const Tensor& written : outputs) written.bump_version();
         }

@@ -10,6 +10,10 @@
 // - so do the gradients a run leaves on parameters, which stay valid until
 //   the next run overwrites them (as PyTorch's zero_grad(set_to_none=False)
 //   reuses them);
+// - so does each kernel's scratch memory (its Workspace: a convolution's
+//   unfolded or reordered operands), live only while its node runs, once a
+//   run has shown how much it takes: the first run's kernels take new
+//   memory, and the run after plans the arena again with them;
 // - the graph's outputs are new tensors every run, since the caller keeps
 //   them;
 // - views of tensors that do not change between runs (parameters, arena
@@ -65,8 +69,16 @@ class Executor {
   enum class Storage : uint8_t { arena, fresh, none };
 
   Tensor output_tensor(int value);
+  // Makes `memory` the plan: a new arena, and every placed value's tensor
+  // in it.
+  void place(MemoryPlan memory);
 
   Graph graph_;
+  int memory_variant_ = -1;
+  // Per node: the most scratch memory its kernel took in a run (planned in
+  // the arena from the run after).
+  std::vector<int64_t> workspace_bytes_;
+  bool workspace_grew_ = false;
   MemoryPlan memory_;
   std::vector<Step> steps_;
   std::vector<Storage> storage_;  // per value

@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "tessera/ops/workspace_region.h"
+
 namespace tessera {
 
 namespace {
@@ -79,9 +81,32 @@ const OpDef& register_op(OpDef def) {
   return ref;
 }
 
+namespace {
+thread_local LentWorkspace* lent_workspace = nullptr;  // the innermost scope
+}  // namespace
+
+LentWorkspace::LentWorkspace(void* region, size_t bytes)
+    : region_(static_cast<char*>(region)), bytes_(bytes), outer_(lent_workspace) {
+  lent_workspace = this;
+}
+
+LentWorkspace::~LentWorkspace() {
+  lent_workspace = outer_;
+}
+
+void* LentWorkspace::take(size_t bytes) {
+  const size_t start = used_;
+  used_ += (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  return region_ != nullptr && used_ <= bytes_ ? region_ + start : nullptr;
+}
+
 void* Workspace::allocate(size_t bytes) {
-  blocks_.push_back(std::make_unique<Storage>(std::max<size_t>(bytes, 1), device_));
   bytes_ += bytes;
+  // (Only CPU memory is lent.)
+  if (lent_workspace != nullptr && device_.type == DeviceType::cpu) {
+    if (void* lent = lent_workspace->take(bytes)) return lent;
+  }
+  blocks_.push_back(std::make_unique<Storage>(std::max<size_t>(bytes, 1), device_));
   return blocks_.back()->data();
 }
 

@@ -440,6 +440,47 @@ TEST(GraphPasses, AReshapeThatCopiesPlacesItsCopyInTheArena) {
   EXPECT_TRUE(all_close(executor.run({input})[0], fn({input})[0], 1e-5, 1e-5));
 }
 
+// A kernel's scratch memory (its Workspace: a convolution's unfolded or
+// reordered operands) is planned in the arena once a run has shown how much
+// it takes: from then on a run of a convolution's training step makes no
+// memory but its output, and its values stay the interpreter's.
+TEST(GraphPasses, KernelWorkspacesArePlannedInTheArenaAfterARun) {
+  manual_seed(2);
+  nn::Conv2d conv(3, 8, 3, 1, 1);
+  auto fn = [&](const TensorVector& in) -> TensorVector {
+    Tensor loss = square(conv.forward(in[0])).mean();
+    loss.backward();
+    return {loss};
+  };
+  const Tensor x = randn({4, 3, 32, 32});
+  const Graph traced = graph::trace(fn, {x});
+  graph::Executor executor(traced);
+  auto workspaces = [&] {
+    int64_t placed = 0;
+    for (int64_t offset : executor.memory().workspace_offsets) placed += offset >= 0;
+    return placed;
+  };
+  EXPECT_EQ(workspaces(), 0);  // nothing known before a run
+  const int64_t arena_before = executor.memory().arena_bytes;
+  std::vector<double> losses;
+  for (int run = 0; run < 3; ++run) {
+    const int64_t before = CpuAllocator::instance().stats().current_bytes;
+    CpuAllocator::instance().reset_peak();
+    losses.push_back(executor.run({x})[0].item<double>());
+    const int64_t taken = CpuAllocator::instance().stats().peak_bytes - before;
+    if (run == 0) {
+      EXPECT_GT(taken, 64 << 10) << "the first run's kernels take their own scratch";
+    }
+    if (run == 2) {
+      EXPECT_LT(taken, 4 << 10) << executor.memory().str();
+    }
+  }
+  EXPECT_GE(workspaces(), 1) << traced.str();
+  EXPECT_GT(executor.memory().arena_bytes, arena_before);
+  EXPECT_EQ(losses[2], losses[0]);
+  EXPECT_EQ(losses[0], graph::run(traced, {x})[0].item<double>());
+}
+
 // plan_memory(graph, variant) places as the full search did when given the
 // variant it chose (a dynamic dim's re-plan relies on it); a bad number is
 // an error naming the valid range.

@@ -10,6 +10,7 @@
 #include "tessera/core/allocator.h"
 #include "tessera/core/work_queue.h"
 #include "tessera/ops/dispatch.h"
+#include "tessera/ops/workspace_region.h"
 #include "tessera/optim/adam.h"
 #include "tessera/optim/clip_grad.h"
 #include "tessera/optim/sgd.h"
@@ -337,6 +338,31 @@ TEST(Dispatcher, WorkspaceServesAlignedBuffersAndCountsThem) {
     EXPECT_GT(CpuAllocator::instance().stats().current_bytes, before);
   }
   EXPECT_EQ(CpuAllocator::instance().stats().current_bytes, before);
+}
+
+// Memory lent to the workspaces of one thread (a graph executor lends its
+// arena's place for a kernel's scratch): buffers come from the region while
+// they fit, in 64-byte steps, then from the allocator; used() counts them
+// all, and an inner scope counts its own.
+TEST(Dispatcher, ALentRegionServesWorkspacesWhileItFits) {
+  alignas(64) static char region[256];
+  const int64_t before = CpuAllocator::instance().stats().current_bytes;
+  LentWorkspace lent(region, sizeof region);
+  Workspace workspace(Device{});
+  EXPECT_EQ(workspace.allocate(100), static_cast<void*>(region));
+  EXPECT_EQ(workspace.allocate(128), static_cast<void*>(region + 128));
+  EXPECT_EQ(CpuAllocator::instance().stats().current_bytes, before);
+  const auto* beyond = static_cast<const char*>(workspace.allocate(1));  // 320 > 256
+  EXPECT_TRUE(beyond < region || beyond >= region + sizeof region);
+  EXPECT_GT(CpuAllocator::instance().stats().current_bytes, before);
+  EXPECT_EQ(lent.used(), 320u);
+  {
+    LentWorkspace inner(nullptr, 0);
+    Workspace other(Device{});
+    EXPECT_NE(other.allocate(10), nullptr);
+    EXPECT_EQ(inner.used(), 64u);
+  }
+  EXPECT_EQ(lent.used(), 320u);
 }
 
 TEST(Dispatcher, KernelsWaitForWorkStillWritingTheirInputs) {

@@ -161,7 +161,7 @@ void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor* bias, T
   const T* pb = bias ? bias->data<T>() : nullptr;
 #ifdef TESSERA_HAS_DNNL
   if constexpr (std::is_same_v<T, float>) {
-    if (use_dnnl(g) && dnnl_conv_forward(g, px, pw, pb, po)) return;
+    if (use_dnnl(g) && dnnl_conv_forward(g, px, pw, pb, po, workspace)) return;
   }
 #endif
   auto gemm_image = [&](int64_t n, const T* col) {
@@ -191,7 +191,7 @@ void conv2d_input_grad(const Tensor& grad, const Tensor& weight, Tensor& dx, con
   T* pdx = dx.data<T>();
 #ifdef TESSERA_HAS_DNNL
   if constexpr (std::is_same_v<T, float>) {
-    if (use_dnnl(g) && dnnl_conv_backward_data(g, pg, pw, pdx)) return;
+    if (use_dnnl(g) && dnnl_conv_backward_data(g, pg, pw, pdx, workspace)) return;
   }
 #endif
   const int64_t pixels = g.pixels(), rows = g.group_rows(), og = g.group_outputs();
@@ -235,7 +235,7 @@ void conv2d_weight_grad(const Tensor& x, const Tensor& grad, Tensor& dw, const G
   }
 #ifdef TESSERA_HAS_DNNL
   if constexpr (std::is_same_v<T, float>) {
-    if (use_dnnl(g) && dnnl_conv_backward_weights(g, px, pg, pdw)) return;
+    if (use_dnnl(g) && dnnl_conv_backward_weights(g, px, pg, pdw, workspace)) return;
   }
 #endif
   // dW_group (+)= grad_group * col_group^T for every group of one image.

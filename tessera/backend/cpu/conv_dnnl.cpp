@@ -18,6 +18,7 @@
 #include "tessera/backend/cpu/conv_internal.h"
 #include "tessera/core/tensor.h"
 #include "tessera/core/thread_pool.h"
+#include "tessera/ops/op.h"
 
 namespace tessera::cpu {
 
@@ -119,14 +120,12 @@ const dnnl::convolution_forward::primitive_desc& hint(Problem& p, const ConvGeom
   return *p.hint;
 }
 
-// Buffers for one execution (kept alive until the stream finishes).
-struct Workspace {
-  std::vector<Tensor> buffers;
+// oneDNN memory over `data`, or over a buffer from the kernel's workspace
+// (which outlives the execution).
+struct Buffers {
+  Workspace& workspace;
   dnnl::memory make(const memory::desc& desc, void* data = nullptr) {
-    if (data == nullptr && desc.get_size() > 0) {
-      buffers.push_back(Tensor::empty({static_cast<int64_t>(desc.get_size())}, DType::u8));
-      data = buffers.back().raw_data();
-    }
+    if (data == nullptr && desc.get_size() > 0) data = workspace.allocate(desc.get_size());
     return dnnl::memory(desc, cpu_engine(), data);
   }
 };
@@ -135,9 +134,9 @@ struct Workspace {
 // args[i], reordering through temporary buffers where its layout differs.
 void run(const dnnl::primitive& op, const std::vector<Operand>& operands,
          const std::vector<int>& args, const std::vector<void*>& pointers,
-         const memory::desc& scratch) {
+         const memory::desc& scratch, Workspace& kernel_workspace) {
   dnnl::stream stream(cpu_engine());
-  Workspace workspace;
+  Buffers workspace{kernel_workspace};
   std::unordered_map<int, dnnl::memory> bound;
   std::vector<std::pair<const Operand*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
   for (size_t i = 0; i < operands.size(); ++i) {
@@ -167,10 +166,10 @@ void run(const dnnl::primitive& op, const std::vector<Operand>& operands,
 // running (not expected once a primitive was built) become Tessera errors.
 void execute(const dnnl::primitive& op, const std::vector<Operand>& operands,
              const std::vector<int>& args, const std::vector<void*>& pointers,
-             const memory::desc& scratch) {
+             const memory::desc& scratch, Workspace& workspace) {
   omp_set_num_threads(num_threads());
   try {
-    run(op, operands, args, pointers, scratch);
+    run(op, operands, args, pointers, scratch, workspace);
   } catch (const dnnl::error& error) {
     TESSERA_FAIL("[conv2d] oneDNN failed to run a primitive: ", error.what());
   }
@@ -195,14 +194,15 @@ bool ensure_built(Problem& p, Built& built, Build&& build) {
   return true;
 }
 
-void execute(const Built& built, const std::vector<int>& args, const std::vector<void*>& pointers) {
-  execute(*built.primitive, built.operands, args, pointers, built.scratch);
+void execute(const Built& built, const std::vector<int>& args, const std::vector<void*>& pointers,
+             Workspace& workspace) {
+  execute(*built.primitive, built.operands, args, pointers, built.scratch, workspace);
 }
 
 }  // namespace
 
 bool dnnl_conv_forward(const ConvGeometry& g, const float* x, const float* weight,
-                       const float* bias, float* y) {
+                       const float* bias, float* y, Workspace& workspace) {
   Problem& p = problem(g, bias != nullptr);
   bool ok = ensure_built(p, p.forward, [&](Built& built) {
     dnnl::convolution_forward::primitive_desc pd(forward_desc(g, bias != nullptr),
@@ -221,12 +221,12 @@ bool dnnl_conv_forward(const ConvGeometry& g, const float* x, const float* weigh
     args.push_back(DNNL_ARG_BIAS);
     pointers.push_back(const_cast<float*>(bias));
   }
-  execute(p.forward, args, pointers);
+  execute(p.forward, args, pointers, workspace);
   return true;
 }
 
 bool dnnl_conv_backward_data(const ConvGeometry& g, const float* grad_y, const float* weight,
-                             float* grad_x) {
+                             float* grad_x, Workspace& workspace) {
   Problem& p = problem(g, false);
   bool ok = ensure_built(p, p.backward_data, [&](Built& built) {
     dnnl::convolution_backward_data::desc desc(
@@ -242,12 +242,12 @@ bool dnnl_conv_backward_data(const ConvGeometry& g, const float* grad_y, const f
   });
   if (!ok) return false;
   execute(p.backward_data, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
-          {const_cast<float*>(grad_y), const_cast<float*>(weight), grad_x});
+          {const_cast<float*>(grad_y), const_cast<float*>(weight), grad_x}, workspace);
   return true;
 }
 
 bool dnnl_conv_backward_weights(const ConvGeometry& g, const float* x, const float* grad_y,
-                                float* grad_weight) {
+                                float* grad_weight, Workspace& workspace) {
   Problem& p = problem(g, false);
   bool ok = ensure_built(p, p.backward_weights, [&](Built& built) {
     dnnl::convolution_backward_weights::desc desc(
@@ -264,7 +264,7 @@ bool dnnl_conv_backward_weights(const ConvGeometry& g, const float* x, const flo
   });
   if (!ok) return false;
   execute(p.backward_weights, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
-          {const_cast<float*>(x), const_cast<float*>(grad_y), grad_weight});
+          {const_cast<float*>(x), const_cast<float*>(grad_y), grad_weight}, workspace);
   return true;
 }
 

@@ -5,6 +5,10 @@
 
 #include <cstdint>
 
+namespace tessera {
+class Workspace;
+}  // namespace tessera
+
 namespace tessera::cpu {
 
 // One convolution problem, NCHW, weight [O, C / groups, kh, kw].
@@ -24,12 +28,13 @@ struct ConvGeometry {
 #ifdef TESSERA_HAS_DNNL
 // f32 convolution through oneDNN on dense NCHW buffers. Each returns false
 // (having written nothing) when oneDNN has no implementation for the problem.
+// The reordered operands and oneDNN's scratchpad come from `workspace`.
 bool dnnl_conv_forward(const ConvGeometry& g, const float* x, const float* weight,
-                       const float* bias, float* y);
+                       const float* bias, float* y, Workspace& workspace);
 bool dnnl_conv_backward_data(const ConvGeometry& g, const float* grad_y, const float* weight,
-                             float* grad_x);
+                             float* grad_x, Workspace& workspace);
 bool dnnl_conv_backward_weights(const ConvGeometry& g, const float* x, const float* grad_y,
-                                float* grad_weight);
+                                float* grad_weight, Workspace& workspace);
 #endif
 
 }  // namespace tessera::cpu

@@ -19,7 +19,7 @@ int64_t aligned(int64_t bytes) {
 }
 
 struct Interval {
-  int value;
+  int value;  // -1: the workspace of node `first`
   int64_t bytes;
   int first, last;  // node indices, inclusive
   // Values written over this one in place, sharing its memory.
@@ -108,11 +108,16 @@ int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>&
 
 }  // namespace
 
-MemoryPlan plan_memory(const Graph& graph, int variant) {
+MemoryPlan plan_memory(const Graph& graph, int variant,
+                       const std::vector<int64_t>& workspace_bytes) {
   const size_t num_values = graph.values().size();
   const auto& nodes = graph.nodes();
+  TESSERA_CHECK(workspace_bytes.empty() || workspace_bytes.size() == nodes.size(),
+                "[graph::plan_memory] ", workspace_bytes.size(), " workspace sizes for ",
+                nodes.size(), " nodes");
   MemoryPlan plan;
   plan.offsets.assign(num_values, -1);
+  plan.workspace_offsets.assign(nodes.size(), -1);
 
   // Every value's root: the value whose memory it is (a view's or an
   // in-place write's output is its input's memory).
@@ -201,6 +206,14 @@ MemoryPlan plan_memory(const Graph& graph, int variant) {
         intervals.push_back({output, bytes, static_cast<int>(n), last});
       }
     }
+    // A kernel's workspace lives while its node runs (next to its inputs
+    // and outputs).
+    for (size_t n = 0; n < workspace_bytes.size(); ++n) {
+      if (workspace_bytes[n] > 0) {
+        intervals.push_back(
+            {-1, aligned(workspace_bytes[n]), static_cast<int>(n), static_cast<int>(n)});
+      }
+    }
     return intervals;
   };
 
@@ -258,6 +271,10 @@ MemoryPlan plan_memory(const Graph& graph, int variant) {
       plan.variant = this_variant;
       std::fill(plan.offsets.begin(), plan.offsets.end(), -1);
       for (size_t i = 0; i < intervals.size(); ++i) {
+        if (intervals[i].value < 0) {
+          plan.workspace_offsets[static_cast<size_t>(intervals[i].first)] = offsets[i];
+          continue;
+        }
         plan.offsets[static_cast<size_t>(intervals[i].value)] = offsets[i];
         for (int value : intervals[i].in_place)
           plan.offsets[static_cast<size_t>(value)] = offsets[i];

@@ -66,13 +66,18 @@ struct MemoryPlan {
   int64_t unplanned_bytes = 0;   // the same values without any reuse
   std::string heuristic;         // the placement that won
   int variant = -1;              // its number, for plan_memory(graph, variant)
+  // Per node: where its kernel's workspace is in the arena, or -1.
+  std::vector<int64_t> workspace_offsets;
   // "arena 1.50 MiB (largest first, best fit); lower bound 1.50 MiB (gap 0.0%); ..."
   std::string str() const;
 };
 // Tries several placements (with and without in-place writes, several
 // orders) and keeps the smallest arena; with `variant` >= 0, only that one
 // (a re-plan of a dynamic dim keeps the placement its compile chose).
-MemoryPlan plan_memory(const Graph& graph, int variant = -1);
+// `workspace_bytes` (per node, or empty): the scratch memory each node's
+// kernel takes (Workspace::peak_bytes), live only while the node runs.
+MemoryPlan plan_memory(const Graph& graph, int variant = -1,
+                       const std::vector<int64_t>& workspace_bytes = {});
 
 // Copies a graph's inputs, variables and constants into a new graph, then
 // the nodes a pass copies or adds, renumbering values; finish() adds the
