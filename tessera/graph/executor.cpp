@@ -98,6 +98,24 @@ Executor::Executor(Graph graph, int memory_variant)
   place(plan_memory(graph_, memory_variant_));
 }
 
+void Executor::release_arena() {
+  const tessera::Storage* old = arena_.defined() ? arena_.impl().storage.get() : nullptr;
+  if (old == nullptr) return;
+  // The gradients the last run left in it (this run writes them anyway).
+  for (const GradWrite& write : graph_.grad_writes()) {
+    std::shared_ptr<TensorImpl>& grad = write.leaf.impl().grad;
+    if (grad == nullptr) continue;
+    const TensorImpl& local = grad->global && grad->global->local ? *grad->global->local : *grad;
+    if (local.storage.get() == old) grad.reset();
+  }
+  // Every tensor over it the executor holds; constants stay.
+  for (size_t v = 0; v < env_.size(); ++v) {
+    if (graph_.values()[v].kind != ValueKind::constant) env_[v] = Tensor();
+  }
+  for (Step& step : steps_) step.view_inputs.clear();
+  arena_ = Tensor();
+}
+
 void Executor::place(MemoryPlan memory) {
   memory_ = std::move(memory);
   storage_.assign(graph_.values().size(), Storage::none);
@@ -141,6 +159,7 @@ TensorVector Executor::run(const TensorVector& inputs) {
   NoGradGuard no_grad;  // the graph holds its backward already
   if (workspace_grew_) {  // the last run's kernels took scratch memory the plan lacked
     workspace_grew_ = false;
+    release_arena();
     place(plan_memory(graph_, memory_variant_, workspace_bytes_));
   }
   bind_inputs(graph_, inputs, env_);

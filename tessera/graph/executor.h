@@ -72,6 +72,10 @@ class Executor {
   // Makes `memory` the plan: a new arena, and every placed value's tensor
   // in it.
   void place(MemoryPlan memory);
+  // Lets the arena go before a new one is made, so that the two are never
+  // held at once (unless the caller keeps a tensor over it): the gradients
+  // the last run left in it are unset, and the executor's views dropped.
+  void release_arena();
 
   Graph graph_;
   int memory_variant_ = -1;
