@@ -74,8 +74,7 @@ Executor::Executor(Graph graph, int memory_variant)
   for (const Node& node : graph_.nodes()) {
     Step step;
     step.dynamic_attrs = has_run_attrs(node);
-    step.async_collective =
-        overlap && node.op->kind == OpKind::collective && !node.op->writes.empty();
+    step.async_collective = overlap && may_run_async(node);
     const bool direct =
         local_cpu(graph_, node) && node.op->kind != OpKind::collective && !node.op->global_only;
     if (node.fused) {
@@ -141,6 +140,31 @@ void Executor::place(MemoryPlan memory) {
       if (storage == Storage::none && !aliases) storage = Storage::fresh;
     }
     steps_[n].view_inputs.clear();  // views of the old arena's values
+    steps_[n].awaits.clear();
+  }
+  // Where each asynchronous out-of-place collective must be complete.
+  for (size_t n = 0; n < graph_.nodes().size(); ++n) {
+    const int ready = memory_.collective_ready[n];
+    Step& step = steps_[n];
+    if (!step.async_collective || ready < 0) continue;
+    // Launched, it would read inputs that a node before `ready` writes.
+    auto root = [&](int value) { return memory_.roots[static_cast<size_t>(value)]; };
+    bool inputs_written = ready == static_cast<int>(n);
+    for (int m = static_cast<int>(n) + 1; m <= ready && !inputs_written; ++m) {
+      const Node& writer = graph_.nodes()[static_cast<size_t>(m)];
+      if (writer.fused) continue;
+      for (int w : writer.op->writes) {
+        for (int input : graph_.nodes()[n].inputs) {
+          inputs_written =
+              inputs_written || root(writer.inputs.at(static_cast<size_t>(w))) == root(input);
+        }
+      }
+    }
+    if (inputs_written) {
+      step.async_collective = false;
+    } else {
+      steps_[static_cast<size_t>(ready)].awaits.push_back(static_cast<int>(n));
+    }
   }
 }
 
@@ -173,6 +197,12 @@ TensorVector Executor::run(const TensorVector& inputs) {
     Attrs dynamic;
     if (step.dynamic_attrs) dynamic = run_attrs(node, draws_);
     const Attrs& attrs = step.dynamic_attrs ? dynamic : node.attrs;
+    for (int launched : step.awaits) {
+      TensorVector results;
+      for (int output : nodes[static_cast<size_t>(launched)].outputs)
+        results.push_back(env_[static_cast<size_t>(output)]);
+      wait_for_collectives(results);
+    }
 
     switch (step.kind) {
       case StepKind::view: {

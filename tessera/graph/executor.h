@@ -32,6 +32,13 @@
 // dispatcher does. The bucket's memory is its own (the memory plan keeps
 // what a collective writes out of the arena), so nothing else waits for
 // it, and nothing else is written there while it is in flight.
+//
+// An out-of-place collective (a boxing's all_gather, a tensor-parallel
+// all_reduce) is launched asynchronously the same way: its outputs are new
+// memory that every reader waits for, and it reads its inputs while in
+// flight, so the memory plan keeps their memory until the last node that
+// uses its outputs, before which the executor waits for it. One whose input
+// a node writes before then runs blocking.
 // TESSERA_GRAPH_OVERLAP=0 runs every collective blocking.
 
 #include <memory>
@@ -62,6 +69,7 @@ class Executor {
     KernelFn kernel = nullptr;
     bool dynamic_attrs = false;  // random draws, counters, refreshed attrs
     bool async_collective = false;
+    std::vector<int> awaits;     // async collectives (nodes) to complete before this one
     TensorVector view_inputs;    // the inputs the cached view was made from
   };
   // How a node output's tensor is made: in the arena, or a new tensor each

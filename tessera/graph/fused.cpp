@@ -8,6 +8,95 @@
 
 namespace tessera::graph {
 
+namespace {
+
+// Whether `in` broadcasts to `out` by NumPy's rules: aligned at the last
+// dim, each of its dims equal to the output's or 1.
+bool broadcasts_to(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] != 1 && in[d] != out[lead + d]) return false;
+  }
+  return true;
+}
+
+// Where each element of a broadcast operand comes from: the output's dims,
+// outermost first, each with the operand's stride along it (0 where it is
+// broadcast). Dims of one element are dropped and neighbours that step
+// through the operand alike are merged, so a row [N] against [B, N] is
+// {B, N} with strides {0, 1} and a column [B, 1] is {B, N} with {1, 0}.
+struct BroadcastMap {
+  std::vector<int64_t> sizes, strides;
+};
+
+BroadcastMap broadcast_map(const Shape& in, const Shape& out) {
+  const size_t lead = out.size() - in.size();
+  std::vector<int64_t> in_strides(out.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] != 1) in_strides[lead + d] = stride;
+    stride *= in[d];
+  }
+  BroadcastMap map;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    if (!map.sizes.empty() && map.strides.back() == in_strides[d] * out[d]) {
+      map.sizes.back() *= out[d];  // steps on as the dim inside it does: one dim
+      map.strides.back() = in_strides[d];
+    } else {
+      map.sizes.push_back(out[d]);
+      map.strides.push_back(in_strides[d]);
+    }
+  }
+  return map;
+}
+
+// Writes elements [begin, begin + count) of the broadcast operand, in the
+// output's order, to `dst`: runs along the innermost dim, each a copy or a
+// fill.
+void gather_broadcast(const float* data, const BroadcastMap& map, int64_t begin, int64_t count,
+                      float* dst) {
+  const size_t dims = map.sizes.size();
+  if (dims == 0) {
+    std::fill(dst, dst + count, data[0]);
+    return;
+  }
+  int64_t index[kMaxBroadcastDims];
+  int64_t offset = 0;
+  int64_t rest = begin;
+  for (size_t d = dims; d-- > 0;) {
+    index[d] = rest % map.sizes[d];
+    rest /= map.sizes[d];
+    offset += index[d] * map.strides[d];
+  }
+  const size_t inner = dims - 1;
+  const int64_t inner_stride = map.strides[inner];
+  while (count > 0) {
+    const int64_t run = std::min(count, map.sizes[inner] - index[inner]);
+    if (inner_stride == 0) {
+      std::fill(dst, dst + run, data[offset]);
+    } else if (inner_stride == 1) {
+      std::copy(data + offset, data + offset + run, dst);
+    } else {
+      for (int64_t i = 0; i < run; ++i) dst[i] = data[offset + i * inner_stride];
+    }
+    dst += run;
+    count -= run;
+    offset += run * inner_stride;
+    index[inner] += run;
+    // Carry into the outer dims.
+    for (size_t d = inner; d > 0 && index[d] == map.sizes[d]; --d) {
+      offset -= index[d] * map.strides[d];
+      index[d] = 0;
+      ++index[d - 1];
+      offset += map.strides[d - 1];
+    }
+  }
+}
+
+}  // namespace
+
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs) {
   if (op.kind != OpKind::elementwise || !op.writes.empty() || outputs.size() != 1 ||
       inputs.empty() || inputs.size() > kMaxOperands || tile_kernel(op.name) == nullptr) {
@@ -19,7 +108,11 @@ bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& output
     const bool scalar = numel(in.shape) == 1;
     if (in.dtype != DType::f32 || in.is_global() || (in.device != Device{} && !scalar))
       return false;
-    if (in.shape != out.shape && !scalar) return false;
+    const bool full = in.shape == out.shape;
+    if (!scalar && !full &&
+        (!broadcasts_to(in.shape, out.shape) || out.shape.size() > kMaxBroadcastDims)) {
+      return false;
+    }
   }
   return true;
 }
@@ -79,10 +172,23 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
   TensorVector dense;
   std::vector<const float*> input_data;
   std::vector<bool> input_scalar;
+  // Inputs broadcast to the output's shape, each gathered into a tile of
+  // its own: their maps, and which tile each input has (-1: none).
+  std::vector<BroadcastMap> broadcast;
+  std::vector<int> broadcast_tile;
   for (const Tensor& input : inputs) {
     dense.push_back(input.is_contiguous() ? input : input.contiguous());
     input_data.push_back(static_cast<const float*>(dense.back().raw_data()));
     input_scalar.push_back(input.numel() == 1 && n != 1);
+    const bool gathered = input.numel() != n && !input_scalar.back();
+    if (gathered) {
+      TESSERA_CHECK(broadcasts_to(input.shape(), results.at(0).shape()) &&
+                        results[0].dim() <= static_cast<int64_t>(kMaxBroadcastDims),
+                    "[fused_elementwise] an input of shape ", shape_str(input.shape()),
+                    " does not broadcast to the output's ", shape_str(results[0].shape()));
+      broadcast.push_back(broadcast_map(input.shape(), results[0].shape()));
+    }
+    broadcast_tile.push_back(gathered ? static_cast<int>(broadcast.size()) - 1 : -1);
   }
   std::vector<int> result_of_step(program.steps.size(), -1);
   for (size_t o = 0; o < results.size(); ++o) {
@@ -102,20 +208,32 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     // the outputs instead), kept between runs.
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> step_data;
-    scratch.resize(static_cast<size_t>(program.num_slots) * static_cast<size_t>(kFusedTile));
+    const auto tile_floats = static_cast<size_t>(kFusedTile);
+    scratch.resize((static_cast<size_t>(program.num_slots) + broadcast.size()) * tile_floats);
+    float* gathered = scratch.data() + static_cast<size_t>(program.num_slots) * tile_floats;
     step_data.resize(num_steps);
     const float* operands[kMaxOperands];
     bool operand_scalar[kMaxOperands];
     for (int64_t tile = first; tile < last; ++tile) {
       const int64_t begin = tile * kFusedTile;
       const int64_t count = std::min(kFusedTile, n - begin);
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const int b = broadcast_tile[k];
+        if (b >= 0) {
+          gather_broadcast(input_data[k], broadcast[static_cast<size_t>(b)], begin, count,
+                           gathered + static_cast<size_t>(b) * tile_floats);
+        }
+      }
       for (size_t s = 0; s < num_steps; ++s) {
         const FusedStep& step = program.steps[s];
         for (size_t i = 0; i < step.operands.size(); ++i) {
           const int operand = step.operands[i];
           if (operand < program.num_inputs) {
             const auto k = static_cast<size_t>(operand);
-            operands[i] = input_scalar[k] ? input_data[k] : input_data[k] + begin;
+            const int b = broadcast_tile[k];
+            operands[i] = input_scalar[k] ? input_data[k]
+                          : b >= 0        ? gathered + static_cast<size_t>(b) * tile_floats
+                                          : input_data[k] + begin;
             operand_scalar[i] = input_scalar[k];
           } else {
             operands[i] = step_data[static_cast<size_t>(operand - program.num_inputs)];
@@ -124,8 +242,8 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
         }
         const int result = result_of_step[s];
         float* out = result >= 0 ? result_data[static_cast<size_t>(result)] + begin
-                                 : scratch.data() + static_cast<size_t>(program.scratch_slot[s]) *
-                                                        static_cast<size_t>(kFusedTile);
+                                 : scratch.data() +
+                                       static_cast<size_t>(program.scratch_slot[s]) * tile_floats;
         step.kernel(step.attrs, {operands, operand_scalar, out, count});
         step_data[s] = out;
       }

@@ -14,10 +14,13 @@ namespace tessera::graph {
 constexpr int64_t kFusedTile = 2048;
 // The most operands one step may read.
 constexpr size_t kMaxOperands = 4;
+// The most dims of an operand that is broadcast to the output's shape.
+constexpr size_t kMaxBroadcastDims = 8;
 
 // Whether a node of `op` on these metas can be a step of a fused program:
-// a tile kernel exists, and every operand is f32 on the CPU with the
-// output's shape or a single element.
+// a tile kernel exists, and every operand is f32 on the CPU with a shape
+// that broadcasts to the output's (a single element, a row, a column, or
+// any other NumPy broadcast); a broadcast operand is gathered tile by tile.
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs);
 
 // Gives each step that is not a result a scratch tile, reusing a tile once

@@ -2,8 +2,10 @@
 
 #include <random>
 
+#include "tessera/global/collective_ops.h"
 #include "tessera/graph/compile.h"
 #include "tessera/graph/executor.h"
+#include "tessera/graph/fused.h"
 #include "tessera/graph/passes/passes.h"
 #include "tessera/graph/trace.h"
 #include "testing.h"
@@ -79,7 +81,7 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
       auto any = [&] { return pool[pick() % pool.size()]; };
       for (int step = 0; step < 12; ++step) {
         const Tensor a = any(), b = any();
-        switch (pick() % 9) {
+        switch (pick() % 10) {
           case 0:
             pool.push_back(add(a, b));
             break;
@@ -104,6 +106,9 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
           case 7:
             pool.push_back(a.t().contiguous().t() / (b * b + 1.0));
             break;  // a strided operand
+          case 8:
+            pool.push_back(exp(a * -0.5) - sum(b, {0}) * 0.25);
+            break;  // a row broadcast into a chain
           default:
             pool.push_back(mul(a, b));
             pool.push_back(mul(a, b));
@@ -226,6 +231,45 @@ TEST(GraphPasses, ElementwiseFusionRunsAChainAsOneNode) {
   }
 }
 
+// Operands that broadcast to the chain's shape join the chain: each is
+// gathered tile by tile, at tile edges that fall mid-row, and the values
+// are eager's, bit for bit.
+TEST(GraphPasses, ElementwiseFusionGathersBroadcastOperands) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    // in[0]: [5, 37, 23]; the others broadcast to it.
+    Tensor h = (in[0] - in[1]) * in[2];  // a row [23], a column [5, 37, 1]
+    Tensor g = exp(h * in[3]) + in[4];   // a middle [5, 1, 23], a [37, 1]
+    return {tanh(g) / (in[1] + 2.0)};    // a row made by a node of its own
+  };
+  const TensorVector inputs{
+      uniform({5, 37, 23}, -1, 1, 1).to(DType::f32), uniform({23}, -1, 1, 2).to(DType::f32),
+      uniform({5, 37, 1}, -1, 1, 3).to(DType::f32), uniform({5, 1, 23}, -1, 1, 4).to(DType::f32),
+      uniform({37, 1}, -1, 1, 5).to(DType::f32)};
+  const Graph after = graph::fuse_elementwise(graph::trace(fn, inputs));
+  const std::vector<std::string> names = op_names(after);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "fused_elementwise"), 1) << after.str();
+  EXPECT_EQ(names.size(), 3u) << after.str();  // full(2), the [23] add, the chain
+  EXPECT_HAS(after.str(),
+             "fused_elementwise(%0, %1, %2, %3, %4, %6) "
+             "{ops=\"[sub, mul, mul, exp, add, tanh, div]\"}");
+  const Tensor expected = fn(inputs)[0];
+  EXPECT_TRUE(equal(graph::run(after, inputs)[0], expected)) << after.str();
+  graph::Executor executor(graph::run_passes(graph::trace(fn, inputs)));
+  executor.run(inputs);
+  EXPECT_TRUE(equal(executor.run(inputs)[0], expected));
+  // An operand that does not broadcast to the output's shape is refused.
+  const Graph single = graph::trace(
+      [](const TensorVector& in) -> TensorVector { return {exp(in[0] * 2.0) + in[1]}; },
+      {ones({4, 6}), ones({6})});
+  const graph::Node& node = graph::fuse_elementwise(single).nodes().back();
+  ASSERT_TRUE(node.fused != nullptr);
+  EXPECT_HAS(error_of([&] {
+               graph::run_fused(*node.fused, {ones({4, 6}), full({}, 2.0), ones({4})},
+                                {ones({4, 6}).meta()});
+             }),
+             "[fused_elementwise] an input of shape [4] does not broadcast to the output's [4, 6]");
+}
+
 // Nodes with side effects are never moved across a group, and a write to a
 // tensor the group reads ends the group before it.
 TEST(GraphPasses, ElementwiseFusionKeepsWritesAndDrawsInOrder) {
@@ -320,6 +364,56 @@ TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   step.first.weight.impl().grad.reset();
   EXPECT_EQ(loss, graph::run(traced, {x, labels})[0].item<double>());
   EXPECT_TRUE(equal(step.first.weight.grad(), weight_grad));
+}
+
+// An out-of-place collective may run while the nodes after it do: the
+// executor waits for it before the last node that uses its outputs, and
+// until then its input's memory is not handed to anything else (without
+// that, the nodes between would reuse it while the collective reads it).
+TEST(GraphPasses, MemoryPlanningKeepsAnAsyncCollectivesInputUntilItIsAwaited) {
+  auto step = [](const TensorVector& in) -> TensorVector {
+    Tensor a = in[0] * 2.0;                  // dies at the collective
+    Tensor reduced = global::all_reduce(a);  // a group of one rank here
+    Tensor b = exp(in[1]);                   // independent work, overlapped
+    Tensor c = tanh(b * 3.0);
+    return {reduced * c};  // the collective's only reader
+  };
+  const TensorVector inputs{uniform({64, 64}, -1, 1, 1).to(DType::f32),
+                            uniform({64, 64}, -1, 1, 2).to(DType::f32)};
+  const Graph traced = graph::trace(step, inputs);
+  const graph::MemoryPlan plan = graph::plan_memory(traced);
+  const auto& nodes = traced.nodes();
+  auto node_of = [&](const std::string& name, int skip = 0) {
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      if (nodes[n].op->name == name && skip-- == 0) return n;
+    }
+    ADD_FAILURE() << "no node " << name << "\n" << traced.str();
+    return size_t{0};
+  };
+  const size_t collective = node_of("all_reduce");
+  const size_t reader = node_of("mul", 2);  // in[0] * 2, b * 3, reduced * c
+  ASSERT_EQ(nodes[reader].inputs[0], nodes[collective].outputs[0]) << traced.str();
+  EXPECT_EQ(plan.collective_ready[collective], static_cast<int>(reader)) << traced.str();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (n != collective) {
+      EXPECT_EQ(plan.collective_ready[n], -1) << n;
+    }
+  }
+  const int64_t kept = plan.offsets[static_cast<size_t>(nodes[collective].inputs[0])];
+  ASSERT_GE(kept, 0) << plan.str();
+  const int64_t bytes = 64 * 64 * 4;
+  for (size_t n = collective + 1; n < reader; ++n) {
+    const int64_t offset = plan.offsets[static_cast<size_t>(nodes[n].outputs[0])];
+    if (offset < 0) continue;
+    EXPECT_TRUE(offset + bytes <= kept || kept + bytes <= offset)
+        << "node " << n << " at " << offset << " overlaps the collective's input at " << kept
+        << "\n"
+        << traced.str();
+  }
+  EXPECT_TRUE(graph::may_run_async(nodes[collective]));
+  graph::Executor executor(traced);
+  executor.run(inputs);
+  EXPECT_TRUE(equal(executor.run(inputs)[0], step(inputs)[0]));
 }
 
 // In-place reuse: an elementwise node whose input dies there writes its

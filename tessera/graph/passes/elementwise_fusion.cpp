@@ -32,23 +32,37 @@ class Fuser {
   }
 
   Graph run() {
-    std::vector<int> group;    // consecutive fusible nodes with one output shape
+    std::vector<int> all(graph_.nodes().size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    fuse(all);
+    return copier_.finish();
+  }
+
+ private:
+  // Emits `sequence` (node indices in an order that runs) with its fusible
+  // nodes grouped. A group is a run of fusible nodes of one output shape;
+  // a node between its members that needs none of them and has no side
+  // effects is moved before it, and those moved nodes are grouped the same
+  // way (so a chain of [B, T, 1] statistics interleaved with a [B, T, C]
+  // chain that reads them becomes two groups, not many single nodes).
+  void fuse(const std::vector<int>& sequence) {
+    std::vector<int> group;    // fusible nodes with one output shape
     std::vector<int> hoisted;  // nodes between them that need none of them
     std::unordered_set<int> produced;
     auto close = [&] {
-      for (int n : hoisted) emit(n);
+      if (!hoisted.empty()) fuse(std::vector<int>(hoisted));
       if (group.size() == 1) emit(group[0]);
       if (group.size() > 1) emit_fused(group);
       group.clear();
       hoisted.clear();
       produced.clear();
     };
-    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
-      const int n = static_cast<int>(i);
-      const Node& node = graph_.nodes()[i];
-      const bool fits = fusible_node(graph_, node) &&
-                        (group.empty() || graph_.value(node.outputs[0]).meta.shape ==
-                                              graph_.value(first_output(group[0])).meta.shape);
+    for (int n : sequence) {
+      const Node& node = graph_.nodes()[static_cast<size_t>(n)];
+      const bool fusible_here = fusible_node(graph_, node);
+      const bool fits =
+          fusible_here && (group.empty() || graph_.value(node.outputs[0]).meta.shape ==
+                                                graph_.value(first_output(group[0])).meta.shape);
       if (fits) {
         group.push_back(n);
         produced.insert(node.outputs[0]);
@@ -63,7 +77,7 @@ class Fuser {
         continue;
       }
       close();
-      if (fusible_node(graph_, node)) {
+      if (fusible_here) {
         group.push_back(n);
         produced.insert(node.outputs[0]);
       } else {
@@ -71,10 +85,8 @@ class Fuser {
       }
     }
     close();
-    return copier_.finish();
   }
 
- private:
   int first_output(int n) const { return graph_.nodes()[static_cast<size_t>(n)].outputs[0]; }
   void emit(int n) { copier_.copy_node(n); }
 

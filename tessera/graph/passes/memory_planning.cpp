@@ -108,6 +108,12 @@ int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>&
 
 }  // namespace
 
+bool may_run_async(const Node& node) {
+  if (node.op->kind != OpKind::collective) return false;
+  const std::string& name = node.op->name;
+  return name != "send" && name != "recv";
+}
+
 MemoryPlan plan_memory(const Graph& graph, int variant,
                        const std::vector<int64_t>& workspace_bytes) {
   const size_t num_values = graph.values().size();
@@ -156,6 +162,25 @@ MemoryPlan plan_memory(const Graph& graph, int variant,
       escapes[r] = true;
     } else {
       last_use[r] = static_cast<int>(nodes.size());
+    }
+  }
+  // An out-of-place collective launched asynchronously reads its inputs
+  // until it completes, which the executor makes sure of before the last
+  // node that uses its outputs: its inputs' memory is kept until then.
+  plan.collective_ready.assign(nodes.size(), -1);
+  const int last_node = static_cast<int>(nodes.size()) - 1;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    if (!may_run_async(node) || !node.op->writes.empty()) continue;
+    int ready = static_cast<int>(n);
+    for (int output : node.outputs) {
+      const auto r = static_cast<size_t>(root[static_cast<size_t>(output)]);
+      ready = std::max(ready, escapes[r] ? last_node : std::min(last_use[r], last_node));
+    }
+    plan.collective_ready[n] = ready;
+    for (int input : node.inputs) {
+      int& last = last_use[static_cast<size_t>(root[static_cast<size_t>(input)])];
+      last = std::max(last, ready);
     }
   }
   plan.roots = root;

@@ -68,6 +68,11 @@ struct MemoryPlan {
   int variant = -1;              // its number, for plan_memory(graph, variant)
   // Per node: where its kernel's workspace is in the arena, or -1.
   std::vector<int64_t> workspace_offsets;
+  // Per node: for an out-of-place collective, which the executor may run
+  // asynchronously, the node before which its outputs must be complete
+  // (the last that uses them; its inputs' memory is kept until then), or
+  // -1. See may_run_async.
+  std::vector<int> collective_ready;
   // "arena 1.50 MiB (largest first, best fit); lower bound 1.50 MiB (gap 0.0%); ..."
   std::string str() const;
 };
@@ -78,6 +83,11 @@ struct MemoryPlan {
 // kernel takes (Workspace::peak_bytes), live only while the node runs.
 MemoryPlan plan_memory(const Graph& graph, int variant = -1,
                        const std::vector<int64_t>& workspace_bytes = {});
+// Whether the node is a collective that the executor may launch
+// asynchronously, to overlap the nodes that do not need it: a gradient
+// bucket's all_reduce_ and the out-of-place group collectives (all_reduce,
+// all_gather, reduce_scatter, all_to_all, broadcast), not send and recv.
+bool may_run_async(const Node& node);
 
 // Copies a graph's inputs, variables and constants into a new graph, then
 // the nodes a pass copies or adds, renumbering values; finish() adds the
