@@ -373,12 +373,19 @@ ShapeTemplate::ShapeTemplate(const MetaVector& signature, Graph traced,
                     probe_traces.graphs.size() == probe_traces.points.size(),
                 "[graph::dynamic] ", probe_traces.graphs.size(), " probe traces for ",
                 sizes_.size(), " dynamic sizes; trace_probes makes them");
+  // Global parameters too (trace_probes looked at the inputs only).
   TESSERA_CHECK(!traced_.is_global(), "[graph::dynamic] a function of global tensors cannot ",
                 "have dynamic dims yet");
-  std::vector<std::pair<std::vector<int64_t>, Graph>> probes;
+  // The probes as the template compares them: transformed as the trace
+  // was, or the traces themselves (not copied).
+  std::vector<Graph> transformed;
+  if (transform) {
+    for (const Graph& graph : probe_traces.graphs) transformed.push_back(transform(graph));
+  }
+  const std::vector<Graph>& probe_graphs = transform ? transformed : probe_traces.graphs;
+  std::vector<std::pair<std::vector<int64_t>, const Graph&>> probes;
   for (size_t p = 0; p < probe_traces.points.size(); ++p) {
-    const Graph& graph = probe_traces.graphs[p];
-    probes.emplace_back(probe_traces.points[p], transform ? transform(graph) : graph);
+    probes.emplace_back(probe_traces.points[p], probe_graphs[p]);
   }
 
   const Numbers at_trace = numbers_of(traced_);

@@ -139,7 +139,6 @@ void Executor::place(MemoryPlan memory) {
       Storage& storage = storage_[static_cast<size_t>(output)];
       if (storage == Storage::none && !aliases) storage = Storage::fresh;
     }
-    steps_[n].view_inputs.clear();  // views of the old arena's values
     steps_[n].awaits.clear();
   }
   // Where each asynchronous out-of-place collective must be complete.

@@ -83,6 +83,8 @@ class Executor {
   // Lets the arena go before a new one is made, so that the two are never
   // held at once (unless the caller keeps a tensor over it): the gradients
   // the last run left in it are unset, and the executor's views dropped.
+  // A run that plans again and then fails leaves those gradients unset.
+  // place() must follow it when the executor plans again.
   void release_arena();
 
   Graph graph_;

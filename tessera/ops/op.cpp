@@ -96,7 +96,7 @@ LentWorkspace::~LentWorkspace() {
 
 void* LentWorkspace::take(size_t bytes) {
   const size_t start = used_;
-  used_ += (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  used_ += (std::max<size_t>(bytes, 1) + kLentAlignment - 1) / kLentAlignment * kLentAlignment;
   return region_ != nullptr && used_ <= bytes_ ? region_ + start : nullptr;
 }
 

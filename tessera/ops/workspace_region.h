@@ -15,6 +15,10 @@
 
 namespace tessera {
 
+// Each buffer taken from a lent region starts at a multiple of this, as
+// every tensor in a graph's arena does.
+constexpr size_t kLentAlignment = 64;
+
 class LentWorkspace {
  public:
   LentWorkspace(void* region, size_t bytes);
@@ -23,8 +27,8 @@ class LentWorkspace {
   LentWorkspace& operator=(const LentWorkspace&) = delete;
 
   // The bytes the workspaces asked for on this thread while this scope was
-  // innermost, each buffer rounded up to 64 (the region size that would
-  // have held them all).
+  // innermost, each buffer rounded up to kLentAlignment (the region size
+  // that would have held them all).
   size_t used() const { return used_; }
 
  private:

@@ -7,12 +7,15 @@
 #include "tessera/graph/ir.h"
 #include "tessera/graph/passes/passes.h"
 #include "tessera/ops/tile_kernels.h"
+#include "tessera/ops/workspace_region.h"
 
 namespace tessera::graph {
 
 namespace {
 
 constexpr int64_t kAlignment = 64;
+static_assert(kAlignment % kLentAlignment == 0,
+              "a kernel's workspace in the arena starts where its Workspace may take buffers");
 
 int64_t aligned(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
