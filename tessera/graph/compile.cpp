@@ -77,6 +77,7 @@ constexpr std::pair<const char*, Pass> kPasses[] = {
     {"common_subexpressions", eliminate_common_subexpressions},
     {"constant_folding", fold_constants},  // after CSE: equal numbers are merged first
     {"dead_code", eliminate_dead_code},
+    {"rematerialization", rematerialize},      // on the nodes that remain
     {"elementwise_fusion", fuse_elementwise},  // last: it sees the final nodes
 };
 

@@ -49,7 +49,8 @@ TEST(GraphCompile, PassesAreSwitchedOffByName) {
   EXPECT_EQ(all.last_graph().nodes().size() + 1, no_dce.last_graph().nodes().size());
   EXPECT_HAS(error_of([&] { graph::compile(fn, {.disabled_passes = {"fusion"}}); }),
              "[graph::compile] unknown pass 'fusion'; valid: simplify_algebra, "
-             "common_subexpressions, constant_folding, dead_code, elementwise_fusion");
+             "common_subexpressions, constant_folding, dead_code, rematerialization, "
+             "elementwise_fusion");
   auto never_called = graph::compile(fn);
   EXPECT_HAS(error_of([&] { never_called.last_graph(); }), "has not been compiled yet");
 }

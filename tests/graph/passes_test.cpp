@@ -180,6 +180,40 @@ TEST(GraphPasses, AlgebraicSimplificationRemovesIdentitiesAndCollapsesViewChains
   }
 }
 
+// The gradient of slices that tile a dim, summed, is the slices' gradients
+// joined: one cat instead of zero-filled tensors and adds. Slices that leave
+// a gap, or a slice gradient read elsewhere too, stay as they are.
+TEST(GraphPasses, AlgebraicSimplificationJoinsTheGradientsOfTilingSlices) {
+  auto joined = [](const TensorVector& in) -> TensorVector {
+    const Shape whole{4, 7};  // three slices of dim 1: [0, 2), [2, 3), [3, 7)
+    Tensor sum =
+        slice_backward(in[2], whole, 1, 3, 7, 1) + slice_backward(in[0], whole, -1, 0, 2, 1);
+    return {exp(sum + slice_backward(in[1], whole, 1, 2, 3, 1))};
+  };
+  const TensorVector inputs{uniform({4, 2}, -1, 1, 1).to(DType::f32),
+                            uniform({4, 1}, -1, 1, 2).to(DType::f32),
+                            uniform({4, 4}, -1, 1, 3).to(DType::f32)};
+  const Graph after =
+      graph::eliminate_dead_code(graph::simplify_algebra(graph::trace(joined, inputs)));
+  EXPECT_EQ(op_names(after), (std::vector<std::string>{"cat", "exp"})) << after.str();
+  EXPECT_HAS(after.str(), "cat(%0, %1, %2) {dim=1}");
+  EXPECT_TRUE(equal(graph::run(after, inputs)[0], joined(inputs)[0])) << after.str();
+
+  auto gap = [](const TensorVector& in) -> TensorVector {
+    return {slice_backward(in[0], {4, 7}, 1, 0, 2, 1) + slice_backward(in[2], {4, 7}, 1, 3, 7, 1)};
+  };
+  auto shared = [](const TensorVector& in) -> TensorVector {
+    Tensor left = slice_backward(in[0], {4, 3}, 1, 0, 2, 1);
+    return {left + slice_backward(in[1], {4, 3}, 1, 2, 3, 1), left};
+  };
+  for (const auto& fn : {graph::TracedFn(gap), graph::TracedFn(shared)}) {
+    const Graph kept = graph::simplify_algebra(graph::trace(fn, inputs));
+    const std::vector<std::string> names = op_names(kept);
+    EXPECT_EQ(std::count(names.begin(), names.end(), "cat"), 0) << kept.str();
+    EXPECT_EQ(std::count(names.begin(), names.end(), "add"), 1) << kept.str();
+  }
+}
+
 // Forwarding x * 1 to x would make a result share the tensor a later
 // in-place write changes, or a graph output alias an input: neither happens.
 TEST(GraphPasses, AlgebraicSimplificationNeverMakesEagerCopiesShared) {
@@ -364,6 +398,49 @@ TEST(GraphPasses, MemoryPlanningReusesMemoryAcrossLifetimes) {
   step.first.weight.impl().grad.reset();
   EXPECT_EQ(loss, graph::run(traced, {x, labels})[0].item<double>());
   EXPECT_TRUE(equal(step.first.weight.grad(), weight_grad));
+}
+
+// A cheap value read early and again much later is computed again for the
+// late readers when its inputs are live then anyway, so its memory is free
+// in between; where an input would have to be kept for it, it is not.
+TEST(GraphPasses, RematerializationRecomputesACheapValueForItsLateReaders) {
+  auto step = [](const TensorVector& in) -> TensorVector {
+    Tensor u = in[0] * 2.0;
+    Tensor v = exp(u);       // read now and at the end
+    Tensor early = v.sum();  // its early reader
+    Tensor other = in[1];
+    for (int i = 0; i < 5; ++i) {  // 20 nodes between, three tensors live at once
+      const Tensor a = tanh(other);
+      other = a * (a + 0.5) - 1.0;
+    }
+    Tensor late = v * u;  // u is read here anyway: v is recomputed
+    Tensor keep = exp(in[0] * 3.0);
+    Tensor unused = keep.sum();  // keep's input dies before its late read
+    Tensor again = keep * other;
+    return {early + unused, late + other, again};
+  };
+  const TensorVector inputs{uniform({64, 64}, -1, 1, 1).to(DType::f32),
+                            uniform({64, 64}, -1, 1, 2).to(DType::f32)};
+  const Graph before = graph::eliminate_dead_code(graph::trace(step, inputs));
+  const Graph after = graph::rematerialize(before);
+  auto count = [](const Graph& graph, const char* name) {
+    const std::vector<std::string> names = op_names(graph);
+    return std::count(names.begin(), names.end(), name);
+  };
+  EXPECT_EQ(count(before, "exp"), 2) << before.str();
+  EXPECT_EQ(count(after, "exp"), 3) << after.str();  // v twice, keep once
+  // The late mul reads the second exp, made just before it.
+  const auto& nodes = after.nodes();
+  for (size_t n = 1; n < nodes.size(); ++n) {
+    if (nodes[n].op->name == "mul" && nodes[n - 1].op->name == "exp") {
+      EXPECT_EQ(nodes[n].inputs[0], nodes[n - 1].outputs[0]) << after.str();
+    }
+  }
+  const TensorVector expected = step(inputs);
+  const TensorVector got = graph::run(after, inputs);
+  for (size_t o = 0; o < expected.size(); ++o) EXPECT_TRUE(equal(got[o], expected[o])) << o;
+  // The recomputed value's 16 KiB are free while the chain runs, its peak.
+  EXPECT_LT(graph::plan_memory(after).arena_bytes, graph::plan_memory(before).arena_bytes);
 }
 
 // An out-of-place collective may run while the nodes after it do: the

@@ -1,4 +1,7 @@
+#include <algorithm>
+
 #include "tessera/graph/passes/passes.h"
+#include "tessera/ops/op.h"
 
 namespace tessera::graph {
 
@@ -46,6 +49,125 @@ bool is_identity(const std::vector<int64_t>& dims) {
   }
   return true;
 }
+
+// A sum of slice_backward nodes (the gradient of slices of one tensor)
+// whose slices tile the whole dim, read by nothing else, is the pieces
+// joined: cat(pieces, dim). Each element of the sum is one piece's element
+// plus zeros, so the values are the sum's (but for the sign of a zero: a
+// piece's -0 stays -0 where the sum made +0). The three slices of a fused
+// q/k/v projection give such a sum in every attention layer's backward.
+class SliceSumJoiner {
+ public:
+  explicit SliceSumJoiner(const Graph& graph) : graph_(graph), readers_(graph.values().size(), 0) {
+    for (const Node& node : graph.nodes()) {
+      for (int input : node.inputs) ++readers_[static_cast<size_t>(input)];
+    }
+    for (int id : graph.escaping()) readers_[static_cast<size_t>(id)] += 2;  // never absorbed
+  }
+
+  Graph run() {
+    const size_t num_nodes = graph_.nodes().size();
+    std::vector<std::vector<int>> pieces(num_nodes);  // per root add: the cat's inputs
+    std::vector<int> dims(num_nodes, 0);
+    std::vector<bool> absorbed(num_nodes, false);
+    for (size_t n = num_nodes; n-- > 0;) {  // outermost adds first
+      const Node& node = graph_.nodes()[n];
+      if (absorbed[n] || !is_plain_add(node)) continue;
+      std::vector<int> adds, leaves;
+      collect(static_cast<int>(n), adds, leaves);
+      int dim = 0;
+      std::vector<int> joined = tiling(node, leaves, dim);
+      if (joined.empty()) continue;
+      pieces[n] = std::move(joined);
+      dims[n] = dim;
+      for (int add : adds) absorbed[static_cast<size_t>(add)] = add != static_cast<int>(n);
+    }
+    GraphCopier copier(graph_);
+    const OpDef& cat = find_op("cat");
+    for (size_t n = 0; n < num_nodes; ++n) {
+      if (absorbed[n]) continue;
+      if (pieces[n].empty()) {
+        copier.copy_node(static_cast<int>(n));
+        continue;
+      }
+      std::vector<int> inputs;
+      for (int piece : pieces[n]) inputs.push_back(copier.mapped(piece));
+      Attrs attrs;
+      attrs.set("dim", int64_t{dims[n]});
+      const int out = graph_.nodes()[n].outputs[0];
+      const int added = copier.out().add_node(cat, attrs, inputs, {graph_.value(out).meta});
+      copier.map(out, copier.out().nodes()[static_cast<size_t>(added)].outputs[0]);
+    }
+    return copier.finish();
+  }
+
+ private:
+  // add(a, b) of one shape and dtype, local to this process.
+  bool is_plain_add(const Node& node) const {
+    if (node.op->name != "add" || node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+    const Value& out = graph_.value(node.outputs[0]);
+    if (out.global.is_global()) return false;
+    for (int input : node.inputs) {
+      const TensorMeta& in = graph_.value(input).meta;
+      if (in.shape != out.meta.shape || in.dtype != out.meta.dtype) return false;
+    }
+    return true;
+  }
+
+  // The add tree under node n: the adds whose only reader is their parent,
+  // and the values they sum.
+  void collect(int n, std::vector<int>& adds, std::vector<int>& leaves) const {
+    adds.push_back(n);
+    for (int input : graph_.nodes()[static_cast<size_t>(n)].inputs) {
+      const Value& value = graph_.value(input);
+      if (value.kind == ValueKind::node && readers_[static_cast<size_t>(input)] == 1 &&
+          is_plain_add(graph_.nodes()[static_cast<size_t>(value.node)])) {
+        collect(value.node, adds, leaves);
+      } else {
+        leaves.push_back(input);
+      }
+    }
+  }
+
+  // When every leaf is a slice_backward read only here, of the sum's shape
+  // along one dim with step 1, and their slices tile that dim: their
+  // gradients in slice order (and the dim); else empty.
+  std::vector<int> tiling(const Node& root, const std::vector<int>& leaves, int& dim) const {
+    const TensorMeta& out = graph_.value(root.outputs[0]).meta;
+    std::vector<std::pair<int64_t, const Node*>> slices;
+    for (int leaf : leaves) {
+      const Value& value = graph_.value(leaf);
+      if (value.kind != ValueKind::node || readers_[static_cast<size_t>(leaf)] != 1) return {};
+      const Node& node = graph_.nodes()[static_cast<size_t>(value.node)];
+      if (node.op->name != "slice_backward" || node.attrs.i("step") != 1 ||
+          node.attrs.ints("input_shape") !=
+              std::vector<int64_t>(out.shape.begin(), out.shape.end())) {
+        return {};
+      }
+      slices.emplace_back(node.attrs.i("start"), &node);
+    }
+    std::sort(slices.begin(), slices.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const int64_t rank = static_cast<int64_t>(out.shape.size());
+    int64_t d = slices.front().second->attrs.i("dim");
+    d = d < 0 ? d + rank : d;
+    if (d < 0 || d >= rank) return {};
+    int64_t next = 0;
+    std::vector<int> pieces;
+    for (const auto& [start, node] : slices) {
+      const int64_t node_dim = node->attrs.i("dim");
+      if ((node_dim < 0 ? node_dim + rank : node_dim) != d || start != next) return {};
+      next = node->attrs.i("end");
+      pieces.push_back(node->inputs[0]);
+    }
+    if (next != out.shape[static_cast<size_t>(d)]) return {};
+    dim = static_cast<int>(d);
+    return pieces;
+  }
+
+  const Graph& graph_;
+  std::vector<int> readers_;
+};
 
 }  // namespace
 
@@ -108,7 +230,7 @@ Graph simplify_algebra(const Graph& graph) {
       }
     }
   }
-  return rebuild(graph, keep, replacement, node_inputs);
+  return SliceSumJoiner(rebuild(graph, keep, replacement, node_inputs)).run();
 }
 
 }  // namespace tessera::graph

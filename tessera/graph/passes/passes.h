@@ -35,15 +35,29 @@ Graph eliminate_common_subexpressions(const Graph& graph);
 // a permute that undoes a permute is a view of x already, and is forwarded
 // unless it is returned. Run
 // dead-code elimination after it to drop what no longer has readers.
+// A sum of slice_backward nodes whose slices tile one dim (the gradient of
+// a fused q/k/v projection's three slices) becomes one cat of their
+// gradients.
 Graph simplify_algebra(const Graph& graph);
 
 // Fuses runs of consecutive elementwise nodes of one output shape (f32 on
-// the CPU, operands of that shape or single elements) into one
+// the CPU, operands that broadcast to that shape) into one
 // fused_elementwise node that runs them tile by tile (graph/fused.h). Nodes
 // between them that need none of their values and have no side effects
-// move before the group. Only the values read after the group, or
-// returned, are written to memory (passes/elementwise_fusion.cpp).
+// move before the group, and are grouped in turn. Only the values read
+// after the group, or returned, are written to memory
+// (passes/elementwise_fusion.cpp).
 Graph fuse_elementwise(const Graph& graph);
+
+// Recomputes a cheap value instead of keeping it: an elementwise node
+// (one with a tile kernel, no random draws) or a layer_norm whose output
+// is read again long after its earlier readers (a forward activation that
+// backward reads) runs again just before those late readers, which then
+// read the copy. Only where every input of the node is live at that point
+// anyway and unwritten since, so the copy has the same numbers and keeps
+// nothing else longer; the original's memory is free in between
+// (passes/rematerialization.cpp).
+Graph rematerialize(const Graph& graph);
 
 // Evaluates, once at compile time, the nodes whose inputs are all
 // constants (a full() of a number, arithmetic on numbers) and whose results
@@ -57,7 +71,8 @@ Graph fold_constants(const Graph& graph);
 // last node that reads it or a view of it) never overlap. The gradients a
 // run leaves on parameters live to its end (and stay until the next run
 // overwrites them); a graph that adds to the last run's gradients keeps
-// them out. Two placement orders are tried and the smaller arena kept.
+// them out. Eight placements (four orders, each with and without in-place
+// writes) are tried and the smallest arena kept.
 struct MemoryPlan {
   std::vector<int64_t> offsets;  // per value: byte offset in the arena, or -1
   std::vector<int> roots;        // per value: the value whose memory it is
