@@ -150,6 +150,18 @@ Graph run_passes(const Graph& graph, const std::vector<std::string>& disabled, b
 CompiledFunction::CompiledFunction(TracedFn fn, CompileOptions options)
     : fn_(std::move(fn)), options_(std::move(options)) {
   TESSERA_CHECK(fn_ != nullptr, "[graph::compile] needs a function");
+  // TESSERA_GRAPH_DISABLE=pass,pass switches passes off for every compile
+  // of the process, as disabled_passes does for one (to compare without
+  // changing code).
+  if (const char* names = std::getenv("TESSERA_GRAPH_DISABLE")) {
+    std::string_view rest(names);
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view name = rest.substr(0, comma);
+      if (!name.empty()) options_.disabled_passes.emplace_back(name);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
   check_pass_names(options_.disabled_passes);
 }
 

@@ -53,6 +53,15 @@ TEST(GraphCompile, PassesAreSwitchedOffByName) {
              "elementwise_fusion");
   auto never_called = graph::compile(fn);
   EXPECT_HAS(error_of([&] { never_called.last_graph(); }), "has not been compiled yet");
+  // The same from the environment, for every compile of the process.
+  {
+    ScopedEnv off("TESSERA_GRAPH_DISABLE", "dead_code,elementwise_fusion");
+    auto from_env = graph::compile(fn);
+    for (int call = 0; call < 2; ++call) from_env({ones({2})});
+    EXPECT_EQ(from_env.last_graph().nodes().size(), no_dce.last_graph().nodes().size());
+  }
+  ScopedEnv typo("TESSERA_GRAPH_DISABLE", "dead_code,fusion");
+  EXPECT_HAS(error_of([&] { graph::compile(fn); }), "[graph::compile] unknown pass 'fusion'");
 }
 
 }  // namespace
