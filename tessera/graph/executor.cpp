@@ -146,7 +146,9 @@ void Executor::place(MemoryPlan memory) {
     const int ready = memory_.collective_ready[n];
     Step& step = steps_[n];
     if (!step.async_collective || ready < 0) continue;
-    // Launched, it would read inputs that a node before `ready` writes.
+    // It runs blocking where no later node uses its outputs (nothing would
+    // wait for it), or where a node before `ready` writes one of its inputs
+    // (launched, it would read the written values).
     auto root = [&](int value) { return memory_.roots[static_cast<size_t>(value)]; };
     bool inputs_written = ready == static_cast<int>(n);
     for (int m = static_cast<int>(n) + 1; m <= ready && !inputs_written; ++m) {
