@@ -295,7 +295,8 @@ TEST(GraphPasses, ElementwiseFusionGathersBroadcastOperands) {
   const Graph single = graph::trace(
       [](const TensorVector& in) -> TensorVector { return {exp(in[0] * 2.0) + in[1]}; },
       {ones({4, 6}), ones({6})});
-  const graph::Node& node = graph::fuse_elementwise(single).nodes().back();
+  const Graph fused = graph::fuse_elementwise(single);
+  const graph::Node& node = fused.nodes().back();
   ASSERT_TRUE(node.fused != nullptr);
   EXPECT_HAS(error_of([&] {
                graph::run_fused(*node.fused, {ones({4, 6}), full({}, 2.0), ones({4})},
