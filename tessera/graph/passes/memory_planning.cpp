@@ -111,6 +111,27 @@ int64_t place(const std::vector<Interval>& intervals, const std::vector<size_t>&
 
 }  // namespace
 
+ValueRoots value_roots(const Graph& graph) {
+  const auto& nodes = graph.nodes();
+  ValueRoots roots;
+  roots.root.resize(graph.values().size());
+  std::iota(roots.root.begin(), roots.root.end(), 0);
+  roots.last_use.assign(graph.values().size(), -1);
+  auto root_of = [&](int value) -> int& { return roots.root[static_cast<size_t>(value)]; };
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    if (node.op->view && !node.fused) root_of(node.outputs[0]) = root_of(node.inputs[0]);
+    for (size_t o = 0; o < node.op->writes.size() && !node.fused; ++o) {
+      root_of(node.outputs[o]) = root_of(node.inputs.at(static_cast<size_t>(node.op->writes[o])));
+    }
+    for (int input : node.inputs) {
+      int& last = roots.last_use[static_cast<size_t>(root_of(input))];
+      last = std::max(last, static_cast<int>(n));
+    }
+  }
+  return roots;
+}
+
 bool may_run_async(const Node& node) {
   if (node.op->kind != OpKind::collective) return false;
   const std::string& name = node.op->name;
@@ -130,24 +151,10 @@ MemoryPlan plan_memory(const Graph& graph, int variant,
 
   // Every value's root: the value whose memory it is (a view's or an
   // in-place write's output is its input's memory).
-  std::vector<int> root(num_values);
-  std::iota(root.begin(), root.end(), 0);
-  std::vector<int> last_use(num_values, -1);
+  ValueRoots roots = value_roots(graph);
+  std::vector<int>& root = roots.root;
+  std::vector<int>& last_use = roots.last_use;
   std::vector<bool> escapes(num_values, false);
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    const Node& node = nodes[n];
-    if (node.op->view && !node.fused) {
-      root[static_cast<size_t>(node.outputs[0])] = root[static_cast<size_t>(node.inputs[0])];
-    }
-    for (size_t o = 0; o < node.op->writes.size() && !node.fused; ++o) {
-      const int written = node.inputs.at(static_cast<size_t>(node.op->writes[o]));
-      root[static_cast<size_t>(node.outputs[o])] = root[static_cast<size_t>(written)];
-    }
-    for (int input : node.inputs) {
-      int& last = last_use[static_cast<size_t>(root[static_cast<size_t>(input)])];
-      last = std::max(last, static_cast<int>(n));
-    }
-  }
   // The outputs are the caller's: never in the arena. The gradients a run
   // leaves on parameters live in it to the end of the run (and until the
   // next run overwrites them), so their memory can be the activations'

@@ -98,6 +98,16 @@ struct MemoryPlan {
 // kernel takes (Workspace::peak_bytes), live only while the node runs.
 MemoryPlan plan_memory(const Graph& graph, int variant = -1,
                        const std::vector<int64_t>& workspace_bytes = {});
+// Whose memory each value is: a view's or an in-place write's output is
+// its input's memory, its root (a value that is its own memory is its own
+// root); and per root, the last node that reads it or a view of it (-1:
+// none). Memory planning and rematerialization both start from it.
+struct ValueRoots {
+  std::vector<int> root;      // per value
+  std::vector<int> last_use;  // per root
+};
+ValueRoots value_roots(const Graph& graph);
+
 // Whether the node is a collective that the executor may launch
 // asynchronously, to overlap the nodes that do not need it: a gradient
 // bucket's all_reduce_ and the out-of-place group collectives (all_reduce,

@@ -16,26 +16,18 @@ class Rematerializer {
  public:
   explicit Rematerializer(const Graph& graph)
       : graph_(graph),
-        root_(graph.values().size()),
-        last_use_(graph.values().size(), -1),
+        roots_(value_roots(graph)),
         writers_(graph.values().size()),
         escapes_(graph.values().size(), false),
         readers_(graph.values().size()) {
     const auto& nodes = graph.nodes();
-    for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<int>(v);
     for (size_t n = 0; n < nodes.size(); ++n) {
       const Node& node = nodes[n];
-      if (node.op->view && !node.fused) root_[out(node)] = root_[in(node.inputs[0])];
       for (size_t o = 0; o < node.op->writes.size() && !node.fused; ++o) {
         const int target = root_[in(node.inputs.at(static_cast<size_t>(node.op->writes[o])))];
         writers_[static_cast<size_t>(target)].push_back(static_cast<int>(n));
-        if (o < node.outputs.size()) root_[static_cast<size_t>(node.outputs[o])] = target;
       }
-      for (int input : node.inputs) {
-        readers_[in(input)].push_back(static_cast<int>(n));
-        int& last = last_use_[static_cast<size_t>(root_[in(input)])];
-        last = std::max(last, static_cast<int>(n));
-      }
+      for (int input : node.inputs) readers_[in(input)].push_back(static_cast<int>(n));
     }
     for (int id : graph.escaping()) escapes_[static_cast<size_t>(root_[in(id)])] = true;
   }
@@ -60,7 +52,6 @@ class Rematerializer {
   }
 
  private:
-  static size_t out(const Node& node) { return static_cast<size_t>(node.outputs[0]); }
   static size_t in(int value) { return static_cast<size_t>(value); }
 
   // The last node that reads `value` or a view made of it.
@@ -134,8 +125,9 @@ class Rematerializer {
   }
 
   const Graph& graph_;
-  std::vector<int> root_;
-  std::vector<int> last_use_;              // per root
+  const ValueRoots roots_;
+  const std::vector<int>& root_ = roots_.root;          // per value
+  const std::vector<int>& last_use_ = roots_.last_use;  // per root
   std::vector<std::vector<int>> writers_;  // per root: the nodes that write it in place
   std::vector<bool> escapes_;              // per root: a graph output or left on a leaf
   std::vector<std::vector<int>> readers_;
