@@ -98,6 +98,7 @@ void* CpuAllocator::allocate(size_t nbytes) {
       void* ptr = blocks.back();
       blocks.pop_back();
       s.stats.cached_bytes -= static_cast<int64_t>(size);
+      s.stats.allocations += 1;
       s.stats.current_bytes += static_cast<int64_t>(size);
       s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.current_bytes);
       return ptr;
@@ -111,6 +112,7 @@ void* CpuAllocator::allocate(size_t nbytes) {
   TESSERA_CHECK(ptr != nullptr, "[allocator] out of memory allocating ", size, " bytes");
   std::lock_guard<SpinLock> lock(s.mutex);
   s.stats.system_allocations += 1;
+  s.stats.allocations += 1;
   s.stats.current_bytes += static_cast<int64_t>(size);
   s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.current_bytes);
   return ptr;

@@ -10,6 +10,7 @@ struct AllocatorStats {
   int64_t peak_bytes = 0;     // maximum of current_bytes since the last reset
   int64_t cached_bytes = 0;   // returned blocks kept for reuse
   int64_t system_allocations = 0;  // times the allocator asked the OS for memory
+  int64_t allocations = 0;         // blocks handed out, from the cache or the OS
 };
 
 // Caching CPU allocator. Blocks are 64-byte aligned and rounded to size

@@ -21,24 +21,24 @@ bool broadcasts_to(const Shape& in, const Shape& out) {
   return true;
 }
 
-// Where each element of a broadcast operand comes from: the output's dims,
+// Where each element of an operand comes from: the output's dims,
 // outermost first, each with the operand's stride along it (0 where it is
 // broadcast). Dims of one element are dropped and neighbours that step
 // through the operand alike are merged, so a row [N] against [B, N] is
-// {B, N} with strides {0, 1} and a column [B, 1] is {B, N} with {1, 0}.
-struct BroadcastMap {
+// {B, N} with strides {0, 1}, a column [B, 1] is {B, N} with {1, 0}, and a
+// transposed [N, B] read as [B, N] is {B, N} with {1, B}.
+struct OperandMap {
   std::vector<int64_t> sizes, strides;
 };
 
-BroadcastMap broadcast_map(const Shape& in, const Shape& out) {
-  const size_t lead = out.size() - in.size();
+OperandMap operand_map(const Tensor& in, const Shape& out) {
+  const Shape& shape = in.shape();
+  const size_t lead = out.size() - shape.size();
   std::vector<int64_t> in_strides(out.size(), 0);
-  int64_t stride = 1;
-  for (size_t d = in.size(); d-- > 0;) {
-    if (in[d] != 1) in_strides[lead + d] = stride;
-    stride *= in[d];
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1) in_strides[lead + d] = in.strides()[d];
   }
-  BroadcastMap map;
+  OperandMap map;
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;
     if (!map.sizes.empty() && map.strides.back() == in_strides[d] * out[d]) {
@@ -52,11 +52,11 @@ BroadcastMap broadcast_map(const Shape& in, const Shape& out) {
   return map;
 }
 
-// Writes elements [begin, begin + count) of the broadcast operand, in the
-// output's order, to `dst`: runs along the innermost dim, each a copy or a
-// fill.
-void gather_broadcast(const float* data, const BroadcastMap& map, int64_t begin, int64_t count,
-                      float* dst) {
+// Writes elements [begin, begin + count) of a broadcast or strided operand,
+// in the output's order, to `dst`: runs along the innermost dim, each a
+// copy, a fill or a strided read.
+void gather_operand(const float* data, const OperandMap& map, int64_t begin, int64_t count,
+                    float* dst) {
   const size_t dims = map.sizes.size();
   if (dims == 0) {
     std::fill(dst, dst + count, data[0]);
@@ -168,27 +168,29 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
   TESSERA_CHECK(program.scratch_slot.size() == program.steps.size(), "[fused_elementwise] ",
                 "the program has no scratch plan (assign_scratch)");
   const int64_t n = results.at(0).numel();
-  // Operand pointers: inputs made contiguous, and which are one element.
-  TensorVector dense;
+  const Shape& shape = results.at(0).shape();
+  // Operand pointers, and which are one element. An input laid out as the
+  // output (contiguous, all of its elements) is read in place; a broadcast
+  // or strided one is gathered into a tile of its own as each tile runs
+  // (no copy of it is made, so a run allocates nothing): its map, and which
+  // tile it has (-1: none).
   std::vector<const float*> input_data;
   std::vector<bool> input_scalar;
-  // Inputs broadcast to the output's shape, each gathered into a tile of
-  // its own: their maps, and which tile each input has (-1: none).
-  std::vector<BroadcastMap> broadcast;
-  std::vector<int> broadcast_tile;
+  std::vector<OperandMap> gathered_maps;
+  std::vector<int> gathered_tile;
   for (const Tensor& input : inputs) {
-    dense.push_back(input.is_contiguous() ? input : input.contiguous());
-    input_data.push_back(static_cast<const float*>(dense.back().raw_data()));
+    input_data.push_back(static_cast<const float*>(input.raw_data()));
     input_scalar.push_back(input.numel() == 1 && n != 1);
-    const bool gathered = input.numel() != n && !input_scalar.back();
+    const bool in_place = input.numel() == n && input.is_contiguous();
+    const bool gathered = !in_place && !input_scalar.back();
     if (gathered) {
-      TESSERA_CHECK(broadcasts_to(input.shape(), results.at(0).shape()) &&
+      TESSERA_CHECK(broadcasts_to(input.shape(), shape) &&
                         results[0].dim() <= static_cast<int64_t>(kMaxBroadcastDims),
                     "[fused_elementwise] an input of shape ", shape_str(input.shape()),
-                    " does not broadcast to the output's ", shape_str(results[0].shape()));
-      broadcast.push_back(broadcast_map(input.shape(), results[0].shape()));
+                    " does not broadcast to the output's ", shape_str(shape));
+      gathered_maps.push_back(operand_map(input, shape));
     }
-    broadcast_tile.push_back(gathered ? static_cast<int>(broadcast.size()) - 1 : -1);
+    gathered_tile.push_back(gathered ? static_cast<int>(gathered_maps.size()) - 1 : -1);
   }
   std::vector<int> result_of_step(program.steps.size(), -1);
   for (size_t o = 0; o < results.size(); ++o) {
@@ -209,7 +211,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> step_data;
     const auto tile_floats = static_cast<size_t>(kFusedTile);
-    scratch.resize((static_cast<size_t>(program.num_slots) + broadcast.size()) * tile_floats);
+    scratch.resize((static_cast<size_t>(program.num_slots) + gathered_maps.size()) * tile_floats);
     float* gathered = scratch.data() + static_cast<size_t>(program.num_slots) * tile_floats;
     step_data.resize(num_steps);
     const float* operands[kMaxOperands];
@@ -218,10 +220,10 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
       const int64_t begin = tile * kFusedTile;
       const int64_t count = std::min(kFusedTile, n - begin);
       for (size_t k = 0; k < inputs.size(); ++k) {
-        const int b = broadcast_tile[k];
+        const int b = gathered_tile[k];
         if (b >= 0) {
-          gather_broadcast(input_data[k], broadcast[static_cast<size_t>(b)], begin, count,
-                           gathered + static_cast<size_t>(b) * tile_floats);
+          gather_operand(input_data[k], gathered_maps[static_cast<size_t>(b)], begin, count,
+                         gathered + static_cast<size_t>(b) * tile_floats);
         }
       }
       for (size_t s = 0; s < num_steps; ++s) {
@@ -230,7 +232,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
           const int operand = step.operands[i];
           if (operand < program.num_inputs) {
             const auto k = static_cast<size_t>(operand);
-            const int b = broadcast_tile[k];
+            const int b = gathered_tile[k];
             operands[i] = input_scalar[k] ? input_data[k]
                           : b >= 0        ? gathered + static_cast<size_t>(b) * tile_floats
                                           : input_data[k] + begin;

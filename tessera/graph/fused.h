@@ -20,7 +20,8 @@ constexpr size_t kMaxBroadcastDims = 8;
 // Whether a node of `op` on these metas can be a step of a fused program:
 // a tile kernel exists, and every operand is f32 on the CPU with a shape
 // that broadcasts to the output's (a single element, a row, a column, or
-// any other NumPy broadcast); a broadcast operand is gathered tile by tile.
+// any other NumPy broadcast); a broadcast operand is gathered tile by tile,
+// as is one with strides of its own (a transpose), without a copy.
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs);
 
 // Gives each step that is not a result a scratch tile, reusing a tile once

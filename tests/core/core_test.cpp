@@ -61,6 +61,7 @@ TEST(Allocator, CachesAndReusesBlocks) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(second) % 64, 0u);
   AllocatorStats during = allocator.stats();
   EXPECT_EQ(during.system_allocations, before.system_allocations + 1);
+  EXPECT_EQ(during.allocations, before.allocations + 2);  // both, the cached one too
   EXPECT_GE(during.current_bytes - before.current_bytes, 3000000);
   allocator.deallocate(second, 3000000);
   EXPECT_EQ(allocator.stats().current_bytes, before.current_bytes);

@@ -129,6 +129,13 @@ TEST(GraphPasses, RandomGraphsGiveTheSameValuesWithPassesOnAndOff) {
     graph::Executor executor(optimised);
     executor.run({y, x});
     const TensorVector executed = executor.run({x, y});
+    // From its arena: a run takes from the allocator at most its outputs.
+    const int64_t allocations = CpuAllocator::instance().stats().allocations;
+    executor.run({x, y});
+    EXPECT_LE(CpuAllocator::instance().stats().allocations - allocations,
+              static_cast<int64_t>(expected.size()))
+        << "trial " << trial << "\n"
+        << optimised.str();
     for (size_t o = 0; o < expected.size(); ++o) {
       EXPECT_TRUE(all_close(executed[o], expected[o])) << "trial " << trial << "\n"
                                                        << optimised.str();
@@ -291,6 +298,21 @@ TEST(GraphPasses, ElementwiseFusionGathersBroadcastOperands) {
   graph::Executor executor(graph::run_passes(graph::trace(fn, inputs)));
   executor.run(inputs);
   EXPECT_TRUE(equal(executor.run(inputs)[0], expected));
+  // A strided operand (a transpose, an expanded row) is read in place,
+  // tile by tile, as the unfused ops read it; the run allocates nothing.
+  const Graph pair = graph::fuse_elementwise(graph::trace(
+      [](const TensorVector& in) -> TensorVector { return {exp(in[0] * 2.0) + in[1]}; },
+      {ones({40, 70}), ones({40, 70})}));
+  ASSERT_TRUE(pair.nodes().back().fused != nullptr) << pair.str();
+  const Tensor transposed = uniform({70, 40}, -1, 1, 6).to(DType::f32).t();
+  const Tensor expanded = uniform({70}, -1, 1, 7).to(DType::f32).expand({40, 70});
+  const Tensor out = Tensor::empty({40, 70}, DType::f32);
+  EXPECT_HAS(pair.str(), "fused_elementwise(%0, %2, %1)");  // %2: the 2
+  const TensorVector operands{transposed, full({}, 2.0), expanded};
+  const int64_t allocations = CpuAllocator::instance().stats().allocations;
+  graph::run_fused_into(*pair.nodes().back().fused, operands, {out});
+  EXPECT_EQ(CpuAllocator::instance().stats().allocations, allocations);
+  EXPECT_TRUE(equal(out, exp(transposed * 2.0) + expanded));
   // An operand that does not broadcast to the output's shape is refused.
   const Graph single = graph::trace(
       [](const TensorVector& in) -> TensorVector { return {exp(in[0] * 2.0) + in[1]}; },

@@ -11,6 +11,7 @@ namespace tessera::testing {
 struct TrainingRun {
   std::vector<double> losses;  // per step
   std::vector<Tensor> params;  // copies, after the last step
+  std::vector<int64_t> allocations;  // per step, blocks taken from the CPU allocator
 };
 
 // The same losses and parameters, bit for bit.

@@ -134,13 +134,14 @@ void backward_row(const T* __restrict g, const T* __restrict x, const T* __restr
 // each task owns a row range and its own dgamma / dbeta partial rows.
 template <typename T, bool HasWeight>
 void layer_norm_backward_rows(const T* g, const T* x, const T* weight, const T* means,
-                              const T* rstds, T* dx, T* gamma, T* beta, int64_t rows, int64_t n) {
+                              const T* rstds, T* dx, T* gamma, T* beta, int64_t rows, int64_t n,
+                              Workspace& workspace) {
   constexpr int64_t kMaxTasks = 64;
   const int64_t tasks = std::clamp<int64_t>(rows * n / kNormGrain, 1, std::min(rows, kMaxTasks));
-  // From the caching allocator: a fresh std::vector this large would be
-  // mmapped and page-faulted on every call.
-  Tensor partials = Tensor::empty({2, tasks, n}, DTypeOf<T>::value);
-  T* partial_gamma = partials.data<T>();
+  // The kernel's workspace: a graph plans it in its arena; eagerly it comes
+  // from the caching allocator (a fresh std::vector this large would be
+  // mmapped and page-faulted on every call).
+  T* partial_gamma = workspace.allocate_as<T>(2 * tasks * n);
   T* partial_beta = partial_gamma + tasks * n;
   std::fill(partial_gamma, partial_gamma + 2 * tasks * n, T(0));
   parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
@@ -185,10 +186,10 @@ void layer_norm_backward_impl(KernelContext& ctx) {
   T* dx = ctx.outputs[0].data<T>();
   if (has_weight) {
     layer_norm_backward_rows<T, true>(g.data<T>(), x.data<T>(), weight.data<T>(), means.data<T>(),
-                                      rstds.data<T>(), dx, gamma, beta, rows, n);
+                                      rstds.data<T>(), dx, gamma, beta, rows, n, ctx.workspace);
   } else {
     layer_norm_backward_rows<T, false>(g.data<T>(), x.data<T>(), nullptr, means.data<T>(),
-                                       rstds.data<T>(), dx, gamma, beta, rows, n);
+                                       rstds.data<T>(), dx, gamma, beta, rows, n, ctx.workspace);
   }
 }
 

@@ -52,6 +52,7 @@ void* CudaAllocator::allocate(size_t nbytes, int device) {
       it->second.pop_back();
       AllocatorStats& stats = s.stats[device];
       stats.cached_bytes -= static_cast<int64_t>(size);
+      stats.allocations += 1;
       stats.current_bytes += static_cast<int64_t>(size);
       stats.peak_bytes = std::max(stats.peak_bytes, stats.current_bytes);
       return ptr;
@@ -81,6 +82,7 @@ void* CudaAllocator::allocate(size_t nbytes, int device) {
   std::lock_guard<std::mutex> lock(s.mutex);
   AllocatorStats& stats = s.stats[device];
   stats.system_allocations += 1;
+  stats.allocations += 1;
   stats.current_bytes += static_cast<int64_t>(size);
   stats.peak_bytes = std::max(stats.peak_bytes, stats.current_bytes);
   return ptr;
