@@ -1,6 +1,7 @@
 #include "tessera/graph/fused.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "tessera/core/thread_pool.h"
@@ -150,6 +151,37 @@ void assign_scratch(FusedProgram& program) {
   }
 }
 
+namespace {
+
+// The program as the backend's chain kernel runs it, or empty when it is not
+// a chain the kernel knows (ops/tile_kernels.h): every op has an id, and
+// each step reads inputs and at most the step before it (a value read
+// further on would need memory between steps). Results are written as the
+// chain passes them.
+std::vector<ChainStep> as_chain(const FusedProgram& program) {
+  const ChainKernel kernel = chain_kernel();
+  if (kernel.op == nullptr || program.steps.size() > kMaxChainSteps) return {};
+  std::vector<ChainStep> chain;
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const FusedStep& step = program.steps[s];
+    ChainStep link{
+        kernel.op(step.op->name), static_cast<int>(step.operands.size()), {-1, -1}, nullptr};
+    if (link.op < 0 || link.arity < 1 || link.arity > 2) return {};
+    for (int i = 0; i < link.arity; ++i) {
+      const int operand = step.operands[static_cast<size_t>(i)];
+      if (operand < program.num_inputs) {
+        link.operands[i] = operand;
+      } else if (s == 0 || operand - program.num_inputs != static_cast<int>(s) - 1) {
+        return {};
+      }
+    }
+    chain.push_back(link);
+  }
+  return chain;
+}
+
+}  // namespace
+
 TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,
                        const MetaVector& outputs) {
   TensorVector results;
@@ -175,14 +207,15 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
   // (no copy of it is made, so a run allocates nothing): its map, and which
   // tile it has (-1: none).
   std::vector<const float*> input_data;
-  std::vector<bool> input_scalar;
+  const std::unique_ptr<bool[]> input_scalar(new bool[inputs.size()]);
   std::vector<OperandMap> gathered_maps;
   std::vector<int> gathered_tile;
-  for (const Tensor& input : inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& input = inputs[k];
     input_data.push_back(static_cast<const float*>(input.raw_data()));
-    input_scalar.push_back(input.numel() == 1 && n != 1);
+    input_scalar[k] = input.numel() == 1 && n != 1;
     const bool in_place = input.numel() == n && input.is_contiguous();
-    const bool gathered = !in_place && !input_scalar.back();
+    const bool gathered = !in_place && !input_scalar[k];
     if (gathered) {
       TESSERA_CHECK(broadcasts_to(input.shape(), shape) &&
                         results[0].dim() <= static_cast<int64_t>(kMaxBroadcastDims),
@@ -202,8 +235,11 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
   for (const Tensor& result : results)
     result_data.push_back(static_cast<float*>(result.raw_data()));
 
-  const int64_t tiles = (n + kFusedTile - 1) / kFusedTile;
   const size_t num_steps = program.steps.size();
+  const std::vector<ChainStep> chain = as_chain(program);
+  const ChainKernel chain_run = chain_kernel();
+
+  const int64_t tiles = (n + kFusedTile - 1) / kFusedTile;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / kFusedTile);
   parallel_for(0, tiles, grain, [&](int64_t first, int64_t last) {
     // The thread's scratch: one tile per step (the outputs' steps write to
@@ -216,6 +252,8 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     step_data.resize(num_steps);
     const float* operands[kMaxOperands];
     bool operand_scalar[kMaxOperands];
+    std::vector<ChainStep> chain_steps = chain;  // with this tile's outputs
+    std::vector<const float*> chain_inputs(inputs.size());
     for (int64_t tile = first; tile < last; ++tile) {
       const int64_t begin = tile * kFusedTile;
       const int64_t count = std::min(kFusedTile, n - begin);
@@ -225,6 +263,22 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
           gather_operand(input_data[k], gathered_maps[static_cast<size_t>(b)], begin, count,
                          gathered + static_cast<size_t>(b) * tile_floats);
         }
+      }
+      if (!chain.empty()) {
+        for (size_t k = 0; k < inputs.size(); ++k) {
+          const int b = gathered_tile[k];
+          chain_inputs[k] = input_scalar[k] ? input_data[k]
+                            : b >= 0        ? gathered + static_cast<size_t>(b) * tile_floats
+                                            : input_data[k] + begin;
+        }
+        for (size_t s = 0; s < num_steps; ++s) {
+          const int result = result_of_step[s];
+          chain_steps[s].out =
+              result >= 0 ? result_data[static_cast<size_t>(result)] + begin : nullptr;
+        }
+        chain_run.run(chain_steps.data(), num_steps,
+                      {chain_inputs.data(), input_scalar.get(), count});
+        continue;
       }
       for (size_t s = 0; s < num_steps; ++s) {
         const FusedStep& step = program.steps[s];

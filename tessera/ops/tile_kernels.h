@@ -7,6 +7,7 @@
 // each. A backend registers them beside its ordinary kernels, from the same
 // functors, so a fused chain computes what the unfused ops would.
 
+#include <cstddef>
 #include <string_view>
 
 #include "tessera/ops/attrs.h"
@@ -28,5 +29,32 @@ using TileKernel = void (*)(const Attrs& attrs, const TileArgs& args);
 bool register_tile_kernel(std::string_view op, TileKernel kernel);
 // The op's tile kernel, or null when it has none.
 TileKernel tile_kernel(std::string_view op);
+
+// A chain kernel runs a whole fused program at once when its steps form one
+// chain (each step reads inputs and at most the step before it) of ops the
+// backend knows: the value stays in registers from step to step instead of
+// going through a tile in memory. `op(name)` gives the backend's id of an
+// op, or -1 (an op it lacks, or a CPU without the instructions).
+// The most steps a chain kernel runs (a longer program runs tile by tile).
+constexpr size_t kMaxChainSteps = 64;
+struct ChainStep {
+  int op;           // the backend's id, from ChainKernel::op
+  int arity;        // 1 or 2
+  int operands[2];  // input k of ChainArgs, or -1: the step before's value
+  float* out;       // where the step's value is written too (a result), or null
+};
+struct ChainArgs {
+  const float* const* inputs;  // n elements each, or one (scalar[k])
+  const bool* scalar;
+  int64_t n;
+};
+struct ChainKernel {
+  int (*op)(std::string_view name) = nullptr;
+  void (*run)(const ChainStep* steps, size_t count, const ChainArgs& args) = nullptr;
+};
+// Registers the backend's chain kernel (one at most); returns true.
+bool register_chain_kernel(ChainKernel kernel);
+// The chain kernel, or one whose `op` is null when none is registered.
+ChainKernel chain_kernel();
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 // Each graph pass, with the IR before and after.
 
+#include <bit>
+#include <limits>
 #include <random>
 
 #include "tessera/global/collective_ops.h"
@@ -325,6 +327,53 @@ TEST(GraphPasses, ElementwiseFusionGathersBroadcastOperands) {
                                 {ones({4, 6}).meta()});
              }),
              "[fused_elementwise] an input of shape [4] does not broadcast to the output's [4, 6]");
+}
+
+// A chain of the ops the CPU's chain kernel keeps in registers (add, sub,
+// mul, div, maximum, minimum, neg, abs, relu, sqrt) gives the unfused ops'
+// bits: NaNs (which maximum and minimum pass on, a's first), signed zeros
+// (relu and abs keep -0), infinities, scalar and strided operands, and
+// lengths that end inside a register, a block and a tile.
+TEST(GraphPasses, FusedChainsGiveTheUnfusedOpsBits) {
+  auto fn = [](const TensorVector& in) -> TensorVector {
+    // One chain: each op reads the one before it (and inputs or numbers).
+    Tensor t = relu(in[0]) - in[1];
+    t = maximum(t, in[1]) * 1.5;
+    t = minimum(in[1], t) / in[1];
+    const Tensor middle = neg(abs(t)) + 0.25;  // a result the chain goes on from
+    return {sqrt(abs(relu(middle) - 2.0)) - in[0], middle};
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special{nan,    -0.0f, 0.0f,  inf,  -inf, 1.5f, -2.25f,
+                                   1e-40f, -3.0f, 0.75f, -nan, 7.0f, -0.5f};
+  for (const int64_t n : {1, 15, 16, 17, 130, 4096 + 133}) {
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      a[static_cast<size_t>(i)] = special[static_cast<size_t>(i) % special.size()];
+      b[static_cast<size_t>(i)] = special[static_cast<size_t>(i * 5 + 3) % special.size()];
+    }
+    // in[1] read through a transpose: a strided operand of the chain.
+    const Tensor x = Tensor::from_vector<float>(a, {n, 1});
+    const Tensor y = Tensor::from_vector<float>(b, {1, n}).t();
+    const Graph fused = graph::fuse_elementwise(graph::trace(fn, {x, y}));
+    const TensorVector expected = fn({x, y});
+    const TensorVector got = graph::run(fused, {x, y});
+    EXPECT_HAS(fused.str(),
+               "fused_elementwise(%0, %1, %2, %3, %4) {ops=\"[relu, sub, maximum, mul, minimum, "
+               "div, abs, neg, add, relu, sub, abs, sqrt, sub]\"}");
+    for (size_t o = 0; o < expected.size(); ++o) {
+      const std::vector<float> want = expected[o].to_vector<float>();
+      const std::vector<float> have = got[o].to_vector<float>();
+      ASSERT_EQ(want.size(), have.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(have[i]))
+            << "output " << o << " element " << i << " of " << n << ": " << want[i] << " vs "
+            << have[i] << "\n"
+            << fused.str();
+      }
+    }
+  }
 }
 
 // Nodes with side effects are never moved across a group, and a write to a

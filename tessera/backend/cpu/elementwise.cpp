@@ -17,14 +17,24 @@ namespace {
 
 // ---- unary functors --------------------------------------------------------
 
+// A float's sign bit flips (-0 for 0) and clears (0 for -0, a NaN's too),
+// as PyTorch's neg and abs do; integers wrap.
 struct Neg {
   explicit Neg(const Attrs&) {}
-  template <typename T> T operator()(T x) const { return wrapping_neg(x); }
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return -x;
+    else
+      return wrapping_neg(x);
+  }
 };
 struct Abs {
   explicit Abs(const Attrs&) {}
   template <typename T> T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_floating_point_v<T>)
+      return std::abs(x);
     else return x < 0 ? wrapping_neg(x) : x;  // abs(INT64_MIN) is INT64_MIN, as in PyTorch
   }
 };
