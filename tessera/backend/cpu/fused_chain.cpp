@@ -1,6 +1,6 @@
 // The CPU's chain kernel (ops/tile_kernels.h): a fused program whose steps
-// form one chain of simple arithmetic runs 64 elements at a time with the
-// value in four AVX-512 registers, so a step costs its instruction and no
+// form one chain of simple arithmetic runs 128 elements at a time with the
+// value in eight AVX-512 registers, so a step costs its instruction and no
 // store. Each op is written to round, order NaNs and keep signed zeros
 // exactly as its functor in elementwise.cpp does, so the chain gives the
 // tile kernels' (and the unfused ops') bits.
