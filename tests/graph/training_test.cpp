@@ -65,6 +65,19 @@ void expect_only_the_loss_allocated(const Run& compiled) {
     EXPECT_EQ(compiled.allocations[i], 1) << "step " << i;
 }
 
+// 20 steps eagerly and 20 compiled from the same seed: the same losses
+// and parameters, bit for bit, and a compiled run that allocates only the
+// loss it returns.
+template <typename MakeModel, typename MakeOptimizer>
+void expect_compiled_matches_eager(MakeModel make_model, MakeOptimizer make_optimizer,
+                                   const LossFn& loss_fn,
+                                   const std::vector<std::pair<Tensor, Tensor>>& batches) {
+  const TrainingRun eager = train(make_model, make_optimizer, loss_fn, batches, false, 20);
+  const TrainingRun compiled = train(make_model, make_optimizer, loss_fn, batches, true, 20);
+  expect_same_run(eager, compiled);
+  expect_only_the_loss_allocated(compiled);
+}
+
 LossFn cross_entropy_loss() {
   return [](const Tensor& logits, const Tensor& y) { return cross_entropy(logits, y); };
 }
@@ -80,12 +93,7 @@ TEST(GraphTraining, MlpWithSgdMomentumMatchesEagerBitForBit) {
     return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
   };
   const auto batches = class_batches({32, 64}, 3);
-  const TrainingRun eager =
-      train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20);
-  const TrainingRun compiled =
-      train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20);
-  expect_same_run(eager, compiled);
-  expect_only_the_loss_allocated(compiled);
+  expect_compiled_matches_eager(make_model, make_optimizer, cross_entropy_loss(), batches);
 }
 
 TEST(GraphTraining, CnnWithSgdMatchesEagerBitForBit) {
@@ -94,12 +102,7 @@ TEST(GraphTraining, CnnWithSgdMatchesEagerBitForBit) {
     return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
   };
   const auto batches = class_batches({8, 1, 28, 28}, 2);
-  const TrainingRun eager =
-      train(make_model, make_optimizer, cross_entropy_loss(), batches, false, 20);
-  const TrainingRun compiled =
-      train(make_model, make_optimizer, cross_entropy_loss(), batches, true, 20);
-  expect_same_run(eager, compiled);
-  expect_only_the_loss_allocated(compiled);
+  expect_compiled_matches_eager(make_model, make_optimizer, cross_entropy_loss(), batches);
 }
 
 TEST(GraphTraining, GptWithAdamWAndDropoutMatchesEagerBitForBit) {
@@ -119,10 +122,7 @@ TEST(GraphTraining, GptWithAdamWAndDropoutMatchesEagerBitForBit) {
     manual_seed(200 + static_cast<uint64_t>(i));
     batches.emplace_back(randint(0, 32, {4, 16}), randint(0, 32, {4, 16}));
   }
-  const TrainingRun eager = train(make_model, make_optimizer, loss_fn, batches, false, 20);
-  const TrainingRun compiled = train(make_model, make_optimizer, loss_fn, batches, true, 20);
-  expect_same_run(eager, compiled);
-  expect_only_the_loss_allocated(compiled);
+  expect_compiled_matches_eager(make_model, make_optimizer, loss_fn, batches);
 }
 
 TEST(GraphTraining, AGlobalStepTracesIntoShardsAndMatchesEagerGlobal) {
