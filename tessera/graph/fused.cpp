@@ -96,6 +96,32 @@ void gather_operand(const float* data, const OperandMap& map, int64_t begin, int
   }
 }
 
+// The program as the backend's chain kernel runs it, or empty when it is not
+// a chain the kernel knows: every op has an id, and each step reads inputs
+// and at most the step before it (a value read further on would need memory
+// between steps). `out` is filled in per tile.
+std::vector<ChainStep> as_chain(const FusedProgram& program) {
+  const ChainKernel kernel = chain_kernel();
+  if (kernel.op == nullptr || program.steps.size() > kMaxChainSteps) return {};
+  std::vector<ChainStep> chain;
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const FusedStep& step = program.steps[s];
+    ChainStep link{
+        kernel.op(step.op->name), static_cast<int>(step.operands.size()), {-1, -1}, nullptr};
+    if (link.op < 0 || link.arity < 1 || link.arity > 2) return {};
+    for (int i = 0; i < link.arity; ++i) {
+      const int operand = step.operands[static_cast<size_t>(i)];
+      if (operand < program.num_inputs) {
+        link.operands[i] = operand;
+      } else if (s == 0 || operand - program.num_inputs != static_cast<int>(s) - 1) {
+        return {};
+      }
+    }
+    chain.push_back(link);
+  }
+  return chain;
+}
+
 }  // namespace
 
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs) {
@@ -118,7 +144,7 @@ bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& output
   return true;
 }
 
-void assign_scratch(FusedProgram& program) {
+void plan_program(FusedProgram& program) {
   const size_t steps = program.steps.size();
   std::vector<bool> is_result(steps, false);
   for (int result : program.results) is_result[static_cast<size_t>(result)] = true;
@@ -149,38 +175,8 @@ void assign_scratch(FusedProgram& program) {
     // come free only after it.
     for (int slot : freed_after[s]) free_slots.push_back(slot);
   }
+  program.chain = as_chain(program);
 }
-
-namespace {
-
-// The program as the backend's chain kernel runs it, or empty when it is not
-// a chain the kernel knows (ops/tile_kernels.h): every op has an id, and
-// each step reads inputs and at most the step before it (a value read
-// further on would need memory between steps). Results are written as the
-// chain passes them.
-std::vector<ChainStep> as_chain(const FusedProgram& program) {
-  const ChainKernel kernel = chain_kernel();
-  if (kernel.op == nullptr || program.steps.size() > kMaxChainSteps) return {};
-  std::vector<ChainStep> chain;
-  for (size_t s = 0; s < program.steps.size(); ++s) {
-    const FusedStep& step = program.steps[s];
-    ChainStep link{
-        kernel.op(step.op->name), static_cast<int>(step.operands.size()), {-1, -1}, nullptr};
-    if (link.op < 0 || link.arity < 1 || link.arity > 2) return {};
-    for (int i = 0; i < link.arity; ++i) {
-      const int operand = step.operands[static_cast<size_t>(i)];
-      if (operand < program.num_inputs) {
-        link.operands[i] = operand;
-      } else if (s == 0 || operand - program.num_inputs != static_cast<int>(s) - 1) {
-        return {};
-      }
-    }
-    chain.push_back(link);
-  }
-  return chain;
-}
-
-}  // namespace
 
 TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,
                        const MetaVector& outputs) {
@@ -198,7 +194,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
                 "[fused_elementwise] the program takes ", program.num_inputs, " inputs and makes ",
                 program.results.size(), " outputs, got ", inputs.size(), " and ", results.size());
   TESSERA_CHECK(program.scratch_slot.size() == program.steps.size(), "[fused_elementwise] ",
-                "the program has no scratch plan (assign_scratch)");
+                "the program has no plan (plan_program)");
   const int64_t n = results.at(0).numel();
   const Shape& shape = results.at(0).shape();
   // Operand pointers, and which are one element. An input laid out as the
@@ -236,8 +232,8 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     result_data.push_back(static_cast<float*>(result.raw_data()));
 
   const size_t num_steps = program.steps.size();
-  const std::vector<ChainStep> chain = as_chain(program);
-  const ChainKernel chain_run = chain_kernel();
+  const std::vector<ChainStep>& chain = program.chain;
+  const auto run_chain = chain.empty() ? nullptr : chain_kernel().run;
 
   const int64_t tiles = (n + kFusedTile - 1) / kFusedTile;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / kFusedTile);
@@ -252,8 +248,10 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
     step_data.resize(num_steps);
     const float* operands[kMaxOperands];
     bool operand_scalar[kMaxOperands];
-    std::vector<ChainStep> chain_steps = chain;  // with this tile's outputs
-    std::vector<const float*> chain_inputs(inputs.size());
+    thread_local std::vector<ChainStep> chain_steps;  // with this tile's outputs
+    thread_local std::vector<const float*> chain_inputs;
+    chain_steps.assign(chain.begin(), chain.end());
+    chain_inputs.resize(inputs.size());
     for (int64_t tile = first; tile < last; ++tile) {
       const int64_t begin = tile * kFusedTile;
       const int64_t count = std::min(kFusedTile, n - begin);
@@ -276,8 +274,7 @@ void run_fused_into(const FusedProgram& program, const TensorVector& inputs,
           chain_steps[s].out =
               result >= 0 ? result_data[static_cast<size_t>(result)] + begin : nullptr;
         }
-        chain_run.run(chain_steps.data(), num_steps,
-                      {chain_inputs.data(), input_scalar.get(), count});
+        run_chain(chain_steps.data(), num_steps, {chain_inputs.data(), input_scalar.get(), count});
         continue;
       }
       for (size_t s = 0; s < num_steps; ++s) {

@@ -24,9 +24,12 @@ constexpr size_t kMaxBroadcastDims = 8;
 // as is one with strides of its own (a transpose), without a copy.
 bool fusible(const OpDef& op, const MetaVector& inputs, const MetaVector& outputs);
 
-// Gives each step that is not a result a scratch tile, reusing a tile once
-// no later step reads its value (a chain of any length needs two).
-void assign_scratch(FusedProgram& program);
+// Plans how the program runs: each step that is not a result gets a
+// scratch tile, reused once no later step reads its value (a chain of any
+// length needs two); and where the backend's chain kernel knows every op
+// and each step reads inputs and at most the step before it, the chain it
+// runs instead, with the value in registers (ops/tile_kernels.h).
+void plan_program(FusedProgram& program);
 
 // Runs `program` on `inputs`; the outputs get `outputs`' metas.
 TensorVector run_fused(const FusedProgram& program, const TensorVector& inputs,

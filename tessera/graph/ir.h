@@ -70,10 +70,13 @@ struct FusedProgram {
   int num_inputs = 0;
   std::vector<FusedStep> steps;
   std::vector<int> results;
-  // The scratch tile each step writes (-1: a result, written to the output),
-  // reused once no later step reads it; set by assign_scratch (graph/fused.h).
+  // Set by plan_program (graph/fused.h): the scratch tile each step writes
+  // (-1: a result, written to the output), reused once no later step reads
+  // it; and the steps as the backend's chain kernel runs them, or none
+  // (ops/tile_kernels.h).
   std::vector<int> scratch_slot;
   int num_slots = 0;
+  std::vector<ChainStep> chain;
 };
 
 // The op a fused node is printed as. It is not registered and has no

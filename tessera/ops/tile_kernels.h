@@ -34,9 +34,8 @@ TileKernel tile_kernel(std::string_view op);
 // chain (each step reads inputs and at most the step before it) of ops the
 // backend knows: the value stays in registers from step to step instead of
 // going through a tile in memory. `op(name)` gives the backend's id of an
-// op, or -1 (an op it lacks, or a CPU without the instructions).
-// The most steps a chain kernel runs (a longer program runs tile by tile).
-constexpr size_t kMaxChainSteps = 64;
+// op, or -1 (an op it lacks, or a CPU without the instructions); a program
+// is matched against it once, when it is planned.
 struct ChainStep {
   int op;           // the backend's id, from ChainKernel::op
   int arity;        // 1 or 2
@@ -52,6 +51,8 @@ struct ChainKernel {
   int (*op)(std::string_view name) = nullptr;
   void (*run)(const ChainStep* steps, size_t count, const ChainArgs& args) = nullptr;
 };
+// The most steps a chain kernel runs (a longer program runs tile by tile).
+constexpr size_t kMaxChainSteps = 64;
 // Registers the backend's chain kernel (one at most); returns true.
 bool register_chain_kernel(ChainKernel kernel);
 // The chain kernel, or one whose `op` is null when none is registered.

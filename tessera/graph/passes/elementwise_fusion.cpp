@@ -126,7 +126,7 @@ class Fuser {
         result_values.push_back(value);
       }
     }
-    assign_scratch(*program);
+    plan_program(*program);
     const MetaVector metas = metas_of(graph_, result_values);
     const int added = copier_.out().add_fused_node(std::move(program), inputs, metas);
     const std::vector<int>& outputs = copier_.out().nodes()[static_cast<size_t>(added)].outputs;
