@@ -466,10 +466,22 @@ StepBytes step_bytes(const BoxingStep& step, const TensorMeta& meta, const Place
   return {};
 }
 
-void price(BoxingStep& step, const CostModel& model) {
+// How far apart in rank order the first and last ranks of one of the
+// step's groups are, plus one: a mesh axis's groups stride over the axes
+// after it.
+int64_t group_span(const BoxingStep& step, const Placement& placement) {
+  if (step.axis < 0) return placement.size();
+  int64_t stride = 1;
+  for (size_t a = static_cast<size_t>(step.axis) + 1; a < placement.mesh().size(); ++a) {
+    stride *= placement.mesh()[a];
+  }
+  return stride * (step.group_size - 1) + 1;
+}
+
+void price(BoxingStep& step, const Placement& placement, const CostModel& model) {
   step.seconds = model.copy_seconds(step.local_bytes);
   if (step.collective) {
-    const LinkModel fit = model.link(step.group_size);
+    const LinkModel fit = model.link(step.group_size, group_span(step, placement));
     step.seconds += fit.alpha_seconds + step.link_bytes * fit.seconds_per_byte;
   }
 }
@@ -524,6 +536,44 @@ BoxingStep slice_intersection_step(const TensorMeta& meta, const NdSbp& from,
   return step;
 }
 
+// Up to this many ranks the generic route is sized from its exact
+// transfers (quadratic in the ranks); beyond, it is estimated.
+constexpr int kEnumeratedRanks = 64;
+
+// Whether a same-placement conversion goes one mesh axis at a time (no
+// generic route), as plan_boxing's loop below decides.
+bool axis_by_axis(const NdSbp& from, const NdSbp& to) {
+  NdSbp current = from;
+  for (int axis = to.ndim(); axis-- > 0;) {
+    if (current[axis] == to[axis]) continue;
+    if (!axis_conversion_is_local(current, axis, to[axis])) return false;
+    current = with_axis(current, axis, to[axis]);
+  }
+  return true;
+}
+
+// The generic route on a large mesh, sized without listing every transfer
+// (what the planner prices for a thousand ranks): the busiest rank hands
+// over its whole shard and sends all of it but the part it keeps, as an
+// all-to-all does; it assembles its new shard in fresh memory.
+BoxingStep estimated_intersection_step(const TensorMeta& meta, const Placement& placement,
+                                       const NdSbp& sbp) {
+  BoxingStep step;
+  step.route = BoxingRoute::slice_intersections;
+  step.from = meta.sbp;
+  step.to = sbp;
+  step.collective = Collective::all_to_all;
+  step.group_size = placement.size();
+  const Region mine = shard_region(meta.shape, placement, meta.sbp, 0);
+  const Region wanted = shard_region(meta.shape, placement, sbp, 0);
+  const double bytes_per_element = static_cast<double>(dtype_size(meta.dtype));
+  step.payload_bytes = static_cast<double>(mine.numel()) * bytes_per_element;
+  step.link_bytes =
+      step.payload_bytes - static_cast<double>(intersect(mine, wanted).numel()) * bytes_per_element;
+  step.local_bytes = static_cast<double>(wanted.numel()) * bytes_per_element;
+  return step;
+}
+
 }  // namespace
 
 BoxingPlan plan_boxing(const TensorMeta& meta, const Placement& placement, const NdSbp& sbp,
@@ -534,6 +584,8 @@ BoxingPlan plan_boxing(const TensorMeta& meta, const Placement& placement, const
   if (meta.placement == placement && meta.sbp == sbp) return plan;
   if (meta.placement != placement) {
     plan.steps.push_back(slice_intersection_step(meta, meta.sbp, placement, sbp));
+  } else if (placement.size() > kEnumeratedRanks && !axis_by_axis(meta.sbp, sbp)) {
+    plan.steps.push_back(estimated_intersection_step(meta, placement, sbp));
   } else {
     NdSbp current = meta.sbp;
     for (int axis = sbp.ndim(); axis-- > 0;) {
@@ -563,7 +615,10 @@ BoxingPlan plan_boxing(const TensorMeta& meta, const Placement& placement, const
         step.to = with_axis(current, axis, hop);
         step.group_size = n;
         step.collective = collective_of(step.route);
-        for (int index = 0; index < placement.size(); ++index) {
+        // Every rank moves the same when every split is even: one says it.
+        const bool alike = splits_evenly(meta.shape, placement, step.from) &&
+                           splits_evenly(meta.shape, placement, step.to);
+        for (int index = 0; index < (alike ? 1 : placement.size()); ++index) {
           StepBytes bytes = step_bytes(step, meta, placement, index);
           step.payload_bytes = std::max(step.payload_bytes, bytes.payload);
           step.link_bytes = std::max(step.link_bytes, bytes.link);
@@ -575,7 +630,7 @@ BoxingPlan plan_boxing(const TensorMeta& meta, const Placement& placement, const
     }
   }
   for (BoxingStep& step : plan.steps) {
-    price(step, model);
+    price(step, placement, model);
     plan.seconds += step.seconds;
   }
   return plan;

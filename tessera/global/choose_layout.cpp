@@ -49,7 +49,29 @@ ShardInference infer_on_shards(const OpDef& op, const MetaVector& metas,
 bool holds(const OpDef& op, const MetaVector& metas, const MetaVector& outputs,
            const std::vector<NdSbp>& input_sbps, const std::vector<NdSbp>& output_sbps,
            const Placement& placement, const Attrs& attrs, std::string& why) {
-  for (int index = 0; index < placement.size(); ++index) {
+  // Ranks whose shards have the same shapes infer alike, unless the op's
+  // attrs depend on where a shard starts (localize): on a large mesh only a
+  // few shapes occur (a split is even, or one longer).
+  std::vector<std::vector<Shape>> seen;
+  bool alike = !op.localize;
+  for (size_t i = 0; i < metas.size() && alike; ++i) {
+    alike = splits_evenly(metas[i].shape, placement, input_sbps[i]);
+  }
+  for (size_t o = 0; o < outputs.size() && alike; ++o) {
+    alike = splits_evenly(outputs[o].shape, placement, output_sbps[o]);
+  }
+  for (int index = 0; index < (alike ? 1 : placement.size()); ++index) {
+    if (!op.localize) {
+      std::vector<Shape> shapes;
+      for (size_t i = 0; i < metas.size(); ++i) {
+        shapes.push_back(local_shape(metas[i].shape, placement, input_sbps[i], index));
+      }
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        shapes.push_back(local_shape(outputs[o].shape, placement, output_sbps[o], index));
+      }
+      if (std::find(seen.begin(), seen.end(), shapes) != seen.end()) continue;
+      seen.push_back(std::move(shapes));
+    }
     ShardInference got = infer_on_shards(op, metas, input_sbps, placement, attrs, index);
     if (!got.failure.empty()) {
       why = got.failure;
@@ -143,6 +165,90 @@ std::string layouts_str(const MetaVector& inputs) {
   return text;
 }
 
+std::vector<LayoutOption> layout_options(const OpDef& op, const MetaVector& inputs,
+                                         const Attrs& attrs, const Placement& placement,
+                                         const CostModel& model,
+                                         std::vector<std::string>* rejected) {
+  MetaVector metas = inputs;
+  const NdSbp all_broadcast = uniform(Sbp::broadcast(), placement.ndim());
+  for (TensorMeta& meta : metas) {
+    meta.placement = placement;
+    meta.sbp = all_broadcast;
+  }
+  const MetaVector outputs = op.infer(metas, attrs);
+  const std::vector<SbpSignature> signatures = sbp_signatures(op, metas, attrs);
+
+  // Per mesh axis, the signatures that hold for its split alone.
+  const int ndim = placement.ndim();
+  std::vector<std::vector<size_t>> fitting(static_cast<size_t>(ndim));
+  for (int axis = 0; axis < ndim; ++axis) {
+    for (size_t s = 0; s < signatures.size(); ++s) {
+      std::vector<NdSbp> in_sbps, out_sbps;
+      for (const Sbp& sbp : signatures[s].inputs)
+        in_sbps.push_back(with_axis(all_broadcast, axis, sbp));
+      for (const Sbp& sbp : signatures[s].outputs)
+        out_sbps.push_back(with_axis(all_broadcast, axis, sbp));
+      std::string why;
+      if (holds(op, metas, outputs, in_sbps, out_sbps, placement, attrs, why)) {
+        fitting[static_cast<size_t>(axis)].push_back(s);
+      } else if (axis == 0 && rejected != nullptr) {
+        rejected->push_back(signature_str(signatures[s]) + ": " + why);
+      }
+    }
+  }
+
+  // Every combination of them that also holds across axes, priced.
+  std::vector<LayoutOption> options;
+  std::vector<size_t> cursor(static_cast<size_t>(ndim), 0);
+  const bool any = std::all_of(fitting.begin(), fitting.end(),
+                               [](const std::vector<size_t>& f) { return !f.empty(); });
+  while (any) {
+    LayoutOption c;
+    for (int axis = 0; axis < ndim; ++axis) {
+      c.choice.push_back(fitting[static_cast<size_t>(axis)][cursor[static_cast<size_t>(axis)]]);
+    }
+    for (size_t i = 0; i < metas.size(); ++i) {
+      std::vector<Sbp> sbps;
+      for (size_t s : c.choice) sbps.push_back(signatures[s].inputs[i]);
+      c.input_sbps.emplace_back(sbps);
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      std::vector<Sbp> sbps;
+      for (size_t s : c.choice) sbps.push_back(signatures[s].outputs[o]);
+      c.output_sbps.emplace_back(sbps);
+    }
+    // An in-place op gives each output in the layout of the input it writes.
+    bool keeps = true;
+    for (size_t o = 0; o < op.writes.size(); ++o) {
+      keeps = keeps && c.input_sbps[static_cast<size_t>(op.writes[o])] == c.output_sbps.at(o);
+    }
+    std::string why;
+    if (keeps && (ndim == 1 ||
+                  holds(op, metas, outputs, c.input_sbps, c.output_sbps, placement, attrs, why))) {
+      MetaVector local_in, local_out;
+      for (size_t i = 0; i < metas.size(); ++i) {
+        local_in.push_back({local_shape(metas[i].shape, placement, c.input_sbps[i], 0),
+                            metas[i].dtype, metas[i].device});
+      }
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        local_out.push_back({local_shape(outputs[o].shape, placement, c.output_sbps[o], 0),
+                             outputs[o].dtype, outputs[o].device});
+      }
+      c.compute_seconds = model.compute_seconds(op_cost(op, local_in, local_out, attrs), op.kind);
+      options.push_back(std::move(c));
+    }
+    // Next combination, the last axis fastest.
+    int axis = ndim - 1;
+    for (; axis >= 0; --axis) {
+      size_t& at = cursor[static_cast<size_t>(axis)];
+      if (++at < fitting[static_cast<size_t>(axis)].size()) break;
+      at = 0;
+    }
+    if (axis < 0) break;
+  }
+  return options;
+}
+
 LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                              const CostModel& model) {
   // Only the default model is fixed for the process; another may change.
@@ -187,70 +293,19 @@ LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& at
   }
   const MetaVector& metas = decision.inputs;
   decision.outputs = op.infer(metas, attrs);
-  const std::vector<SbpSignature> signatures = sbp_signatures(op, metas, attrs);
-
-  // Per mesh axis, the signatures that hold for its split alone.
-  const int ndim = placement.ndim();
-  std::vector<std::vector<size_t>> fitting(static_cast<size_t>(ndim));
-  for (int axis = 0; axis < ndim; ++axis) {
-    for (size_t s = 0; s < signatures.size(); ++s) {
-      std::vector<NdSbp> in_sbps, out_sbps;
-      for (const Sbp& sbp : signatures[s].inputs)
-        in_sbps.push_back(with_axis(all_broadcast, axis, sbp));
-      for (const Sbp& sbp : signatures[s].outputs)
-        out_sbps.push_back(with_axis(all_broadcast, axis, sbp));
-      std::string why;
-      if (holds(op, metas, decision.outputs, in_sbps, out_sbps, placement, attrs, why)) {
-        fitting[static_cast<size_t>(axis)].push_back(s);
-      } else if (axis == 0) {
-        decision.rejected.push_back(signature_str(signatures[s]) + ": " + why);
-      }
-    }
-  }
-
-  // Every combination of them, priced.
   std::vector<Candidate> candidates;
-  std::vector<size_t> cursor(static_cast<size_t>(ndim), 0);
-  const bool any = std::all_of(fitting.begin(), fitting.end(),
-                               [](const std::vector<size_t>& f) { return !f.empty(); });
-  while (any) {
+  for (LayoutOption& option :
+       layout_options(op, metas, attrs, placement, model, &decision.rejected)) {
     Candidate c;
-    for (int axis = 0; axis < ndim; ++axis) {
-      c.choice.push_back(fitting[static_cast<size_t>(axis)][cursor[static_cast<size_t>(axis)]]);
-    }
-    for (size_t i = 0; i < metas.size(); ++i) {
-      std::vector<Sbp> sbps;
-      for (size_t s : c.choice) sbps.push_back(signatures[s].inputs[i]);
-      c.input_sbps.emplace_back(sbps);
-    }
-    for (size_t o = 0; o < decision.outputs.size(); ++o) {
-      std::vector<Sbp> sbps;
-      for (size_t s : c.choice) sbps.push_back(signatures[s].outputs[o]);
-      c.output_sbps.emplace_back(sbps);
-    }
+    c.choice = std::move(option.choice);
+    c.input_sbps = std::move(option.input_sbps);
+    c.output_sbps = std::move(option.output_sbps);
+    c.compute = option.compute_seconds;
     for (size_t i = 0; i < metas.size(); ++i) {
       c.boxing.push_back(plan_boxing(metas[i], placement, c.input_sbps[i], model));
       c.communication += c.boxing.back().seconds;
     }
-    MetaVector local_in, local_out;
-    for (size_t i = 0; i < metas.size(); ++i) {
-      local_in.push_back({local_shape(metas[i].shape, placement, c.input_sbps[i], 0),
-                          metas[i].dtype, metas[i].device});
-    }
-    for (size_t o = 0; o < decision.outputs.size(); ++o) {
-      local_out.push_back({local_shape(decision.outputs[o].shape, placement, c.output_sbps[o], 0),
-                           decision.outputs[o].dtype, decision.outputs[o].device});
-    }
-    c.compute = model.compute_seconds(op_cost(op, local_in, local_out, attrs));
     if (keeps_written_layouts(op, metas, c)) candidates.push_back(std::move(c));
-    // Next combination, the last axis fastest.
-    int axis = ndim - 1;
-    for (; axis >= 0; --axis) {
-      size_t& at = cursor[static_cast<size_t>(axis)];
-      if (++at < fitting[static_cast<size_t>(axis)].size()) break;
-      at = 0;
-    }
-    if (axis < 0) break;
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) {
@@ -260,14 +315,9 @@ LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& at
                      return a.choice < b.choice;
                    });
 
-  // The best that also composes across axes, and the next one.
+  // The best, and the next one.
   const Candidate* chosen = nullptr;
   for (const Candidate& c : candidates) {
-    std::string why;
-    if (ndim > 1 &&
-        !holds(op, metas, decision.outputs, c.input_sbps, c.output_sbps, placement, attrs, why)) {
-      continue;
-    }
     if (chosen == nullptr) {
       chosen = &c;
       continue;

@@ -45,6 +45,29 @@ struct LayoutDecision {
   std::string explain() const;
 };
 
+// One way `op` can run on a placement: a signature per input and output,
+// holding for the inputs' shapes, and the local op's time on the shards
+// of the rank at index 0 (the largest, since uneven splits give the first
+// parts the extra element).
+struct LayoutOption {
+  std::vector<size_t> choice;  // which of the op's signatures, per mesh axis
+  std::vector<NdSbp> input_sbps;
+  std::vector<NdSbp> output_sbps;
+  double compute_seconds = 0;
+};
+
+// Every combination of op's signatures per mesh axis that holds for
+// `inputs` (their shapes; their layouts are ignored) on `placement`, in the
+// op's order, the last mesh axis varying fastest. An in-place op's options
+// give each output in the layout of the input it writes. Signatures that
+// do not hold on mesh axis 0, with why, are added to `rejected` if given.
+// choose_layout prices these against the inputs' layouts; the planner
+// searches over them for a whole graph.
+std::vector<LayoutOption> layout_options(const OpDef& op, const MetaVector& inputs,
+                                         const Attrs& attrs, const Placement& placement,
+                                         const CostModel& model = default_cost_model(),
+                                         std::vector<std::string>* rejected = nullptr);
+
 // Chooses the signature for `op` on `inputs` (global metas on one
 // placement; local one-element inputs join as broadcast): among the
 // combinations of the op's signatures per mesh axis that hold for these

@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "tessera/core/file.h"
 
 namespace tessera::global {
 
@@ -24,13 +24,29 @@ const char* collective_name(Collective kind) {
   return "collective";
 }
 
-LinkModel CostModel::link(int64_t group_size) const {
-  if (links_.empty()) return LinkModel{};
-  auto above = links_.lower_bound(group_size);
-  if (above == links_.end()) return std::prev(above)->second;
-  if (above == links_.begin() || above->first == group_size) return above->second;
+namespace {
+
+// The fit for the nearest group size that has one.
+LinkModel nearest(const std::map<int64_t, LinkModel>& links, int64_t group_size) {
+  if (links.empty()) return LinkModel{};
+  auto above = links.lower_bound(group_size);
+  if (above == links.end()) return std::prev(above)->second;
+  if (above == links.begin() || above->first == group_size) return above->second;
   auto below = std::prev(above);
   return group_size - below->first <= above->first - group_size ? below->second : above->second;
+}
+
+}  // namespace
+
+LinkModel CostModel::link(int64_t group_size, int64_t span) const {
+  const bool crosses = ranks_per_node_ > 0 && std::max(span, group_size) > ranks_per_node_;
+  return crosses && !inter_links_.empty() ? nearest(inter_links_, group_size)
+                                          : nearest(links_, group_size);
+}
+
+const ComputeModel& CostModel::compute(OpKind kind) const {
+  auto found = kinds_.find(kind);
+  return found == kinds_.end() ? compute_ : found->second;
 }
 
 double CostModel::link_bytes(Collective kind, double payload_bytes, int64_t group_size) {
@@ -51,10 +67,10 @@ double CostModel::link_bytes(Collective kind, double payload_bytes, int64_t grou
   return payload_bytes;
 }
 
-double CostModel::collective_seconds(Collective kind, double payload_bytes,
-                                     int64_t group_size) const {
+double CostModel::collective_seconds(Collective kind, double payload_bytes, int64_t group_size,
+                                     int64_t span) const {
   if (group_size <= 1) return 0;
-  const LinkModel fit = link(group_size);
+  const LinkModel fit = link(group_size, span);
   return fit.alpha_seconds + link_bytes(kind, payload_bytes, group_size) * fit.seconds_per_byte;
 }
 
@@ -67,8 +83,11 @@ double CostModel::copy_seconds(double bytes) const {
   return 2 * bytes / compute_.bytes_per_second;
 }
 
-double CostModel::compute_seconds(const OpCost& cost) const {
-  return std::max(cost.flops / compute_.flops_per_second, cost.bytes / compute_.bytes_per_second);
+double CostModel::compute_seconds(const OpCost& cost, OpKind kind) const {
+  if (cost.flops == 0 && cost.bytes == 0) return 0;
+  const ComputeModel& rates = compute(kind);
+  return std::max(cost.flops / rates.flops_per_second, cost.bytes / rates.bytes_per_second) +
+         rates.seconds_per_call;
 }
 
 namespace {
@@ -84,42 +103,132 @@ double positive(const nlohmann::json& object, const char* field, const std::stri
 
 }  // namespace
 
+namespace {
+
+std::map<int64_t, LinkModel> read_links(const nlohmann::json& root, const char* field) {
+  std::map<int64_t, LinkModel> links;
+  if (!root.contains(field)) return links;
+  TESSERA_CHECK(root[field].is_array(), "[cost_model] '", field, "' must be an array");
+  const std::string where = std::string("an entry of '") + field + "'";
+  for (const nlohmann::json& entry : root[field]) {
+    const double size = positive(entry, "group_size", where);
+    TESSERA_CHECK(size >= 2 && size == std::floor(size) && size < 1e9, "[cost_model] ", where,
+                  ": group_size must be an integer >= 2, got ", size);
+    links[static_cast<int64_t>(size)] = LinkModel{positive(entry, "alpha_seconds", where),
+                                                  positive(entry, "seconds_per_byte", where)};
+  }
+  return links;
+}
+
+ComputeModel read_rates(const nlohmann::json& compute, const std::string& where) {
+  ComputeModel rates{positive(compute, "flops_per_second", where),
+                     positive(compute, "bytes_per_second", where)};
+  TESSERA_CHECK(rates.flops_per_second > 0 && rates.bytes_per_second > 0, "[cost_model] ", where,
+                " rates must be positive");
+  if (compute.contains("seconds_per_call")) {
+    rates.seconds_per_call = positive(compute, "seconds_per_call", where);
+  }
+  return rates;
+}
+
+const std::map<std::string, OpKind>& kind_names() {
+  static const std::map<std::string, OpKind> names = [] {
+    std::map<std::string, OpKind> all;
+    for (OpKind kind : {OpKind::other, OpKind::elementwise, OpKind::reduction, OpKind::view,
+                        OpKind::matmul, OpKind::convolution, OpKind::normalization,
+                        OpKind::indexing, OpKind::random, OpKind::collective}) {
+      all[op_kind_name(kind)] = kind;
+    }
+    return all;
+  }();
+  return names;
+}
+
+nlohmann::json links_json(const std::map<int64_t, LinkModel>& links) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [size, fit] : links) {
+    list.push_back({{"group_size", size},
+                    {"alpha_seconds", fit.alpha_seconds},
+                    {"seconds_per_byte", fit.seconds_per_byte}});
+  }
+  return list;
+}
+
+}  // namespace
+
 CostModel CostModel::from_json(const std::string& text) {
   nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   TESSERA_CHECK(!root.is_discarded() && root.is_object(),
                 "[cost_model] the profile is not a JSON object");
   CostModel model;
-  if (root.contains("links")) {
-    TESSERA_CHECK(root["links"].is_array(), "[cost_model] 'links' must be an array");
-    for (const nlohmann::json& entry : root["links"]) {
-      const double size = positive(entry, "group_size", "a link entry");
-      TESSERA_CHECK(size >= 2 && size == std::floor(size),
-                    "[cost_model] a link entry's group_size must be an integer >= 2, got ", size);
-      model.set_link(static_cast<int64_t>(size),
-                     LinkModel{positive(entry, "alpha_seconds", "a link entry"),
-                               positive(entry, "seconds_per_byte", "a link entry")});
+  model.links_ = read_links(root, "links");
+  model.inter_links_ = read_links(root, "inter_node_links");
+  if (root.contains("ranks_per_node")) {
+    const double ranks = positive(root, "ranks_per_node", "the profile");
+    TESSERA_CHECK(ranks >= 1 && ranks == std::floor(ranks) && ranks < 1e9,
+                  "[cost_model] ranks_per_node must be a positive integer, got ", ranks);
+    model.ranks_per_node_ = static_cast<int64_t>(ranks);
+  }
+  if (root.contains("memory_bytes"))
+    model.memory_bytes = positive(root, "memory_bytes", "the profile");
+  if (root.contains("peak_flops_per_second")) {
+    model.peak_flops_per_second = positive(root, "peak_flops_per_second", "the profile");
+  }
+  for (const char* field : {"name", "sources"}) {
+    if (!root.contains(field)) continue;
+    TESSERA_CHECK(root[field].is_string(), "[cost_model] '", field, "' must be a string");
+    (std::string(field) == "name" ? model.name : model.sources) = root[field].get<std::string>();
+  }
+  if (root.contains("compute")) model.set_compute(read_rates(root["compute"], "'compute'"));
+  if (root.contains("compute_by_kind")) {
+    const nlohmann::json& kinds = root["compute_by_kind"];
+    TESSERA_CHECK(kinds.is_object(), "[cost_model] 'compute_by_kind' must be an object");
+    for (const auto& [name, rates] : kinds.items()) {
+      auto kind = kind_names().find(name);
+      TESSERA_CHECK(kind != kind_names().end(), "[cost_model] 'compute_by_kind' has '", name,
+                    "', which is not an op kind (matmul, convolution, elementwise, ...)");
+      model.set_compute(kind->second, read_rates(rates, "'compute_by_kind." + name + "'"));
     }
   }
-  if (root.contains("compute")) {
-    const nlohmann::json& compute = root["compute"];
-    ComputeModel rates{positive(compute, "flops_per_second", "'compute'"),
-                       positive(compute, "bytes_per_second", "'compute'")};
-    TESSERA_CHECK(rates.flops_per_second > 0 && rates.bytes_per_second > 0,
-                  "[cost_model] 'compute' rates must be positive");
-    model.set_compute(rates);
-  }
   return model;
+}
+
+std::string CostModel::to_json() const {
+  nlohmann::json root;
+  if (!name.empty()) root["name"] = name;
+  if (!sources.empty()) root["sources"] = sources;
+  if (memory_bytes > 0) root["memory_bytes"] = memory_bytes;
+  if (peak_flops_per_second > 0) root["peak_flops_per_second"] = peak_flops_per_second;
+  if (ranks_per_node_ > 0) root["ranks_per_node"] = ranks_per_node_;
+  root["links"] = links_json(links_);
+  if (!inter_links_.empty()) root["inter_node_links"] = links_json(inter_links_);
+  auto rates_json = [](const ComputeModel& rates) {
+    return nlohmann::json{{"flops_per_second", rates.flops_per_second},
+                          {"bytes_per_second", rates.bytes_per_second},
+                          {"seconds_per_call", rates.seconds_per_call}};
+  };
+  root["compute"] = rates_json(compute_);
+  for (const auto& [kind, rates] : kinds_) {
+    root["compute_by_kind"][op_kind_name(kind)] = rates_json(rates);
+  }
+  return root.dump(2) + "\n";
+}
+
+CostModel CostModel::from_file(const std::string& path) {
+  const std::string text = read_regular_file(path, "cost_model", uint64_t{64} << 20);
+  try {
+    return from_json(text);
+  } catch (const Error& error) {
+    TESSERA_CHECK(false, error.what(), " (in the profile '", path, "')");
+  }
+  return {};  // unreachable
 }
 
 const CostModel& default_cost_model() {
   static const CostModel model = [] {
     const char* path = std::getenv("TESSERA_COST_PROFILE");
     if (path == nullptr || *path == '\0') return CostModel();
-    std::ifstream file(path);
-    TESSERA_CHECK(file.good(), "[cost_model] cannot read TESSERA_COST_PROFILE file '", path, "'");
-    std::stringstream text;
-    text << file.rdbuf();
-    return CostModel::from_json(text.str());
+    return CostModel::from_file(path);
   }();
   return model;
 }

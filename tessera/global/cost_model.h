@@ -27,10 +27,13 @@ struct LinkModel {
   double seconds_per_byte = 1e-9;  // 1 GB/s
 };
 
-// A device's peak rates.
+// A device's rates: what its ops reach, not its datasheet peak.
 struct ComputeModel {
   double flops_per_second = 100e9;
   double bytes_per_second = 20e9;
+  // What every op call costs beyond its FLOPs and bytes (dispatch, a
+  // kernel launch); views cost nothing.
+  double seconds_per_call = 0;
 };
 
 class CostModel {
@@ -40,31 +43,63 @@ class CostModel {
   // The α-β fit for groups of `group_size` ranks; sizes without a fit use
   // the nearest size that has one (the defaults when none has).
   void set_link(int64_t group_size, LinkModel link) { links_[group_size] = link; }
-  LinkModel link(int64_t group_size) const;
+  // `span`: how far apart in rank order the group's first and last ranks
+  // are, plus one (a group of consecutive ranks: its size). Groups that
+  // span more than ranks_per_node() ranks cross nodes and use the
+  // inter-node fits, where there are any.
+  LinkModel link(int64_t group_size, int64_t span = 0) const;
+  void set_inter_node_link(int64_t group_size, LinkModel link) { inter_links_[group_size] = link; }
+  void set_ranks_per_node(int64_t ranks) { ranks_per_node_ = ranks; }
+  int64_t ranks_per_node() const { return ranks_per_node_; }
   void set_compute(ComputeModel compute) { compute_ = compute; }
   const ComputeModel& compute() const { return compute_; }
+  // The rates ops of `kind` reach (matmul, convolution, ...), where they
+  // differ from compute().
+  void set_compute(OpKind kind, ComputeModel compute) { kinds_[kind] = compute; }
+  const ComputeModel& compute(OpKind kind) const;
+  // Memory per device, bytes (0: not known).
+  double memory_bytes = 0;
+  // The device's datasheet peak, FLOP/s, for MFU (0: not known).
+  double peak_flops_per_second = 0;
+  // What the profile describes, and where its figures come from.
+  std::string name;
+  std::string sources;
 
   // Bytes one rank sends for a collective to which it hands `payload_bytes`
   // (all-reduce: the tensor; reduce-scatter and all-to-all: all pieces;
   // all-gather: its own piece; broadcast: the tensor), ring algorithms.
   static double link_bytes(Collective kind, double payload_bytes, int64_t group_size);
   // Time of one collective of that payload.
-  double collective_seconds(Collective kind, double payload_bytes, int64_t group_size) const;
+  double collective_seconds(Collective kind, double payload_bytes, int64_t group_size,
+                            int64_t span = 0) const;
   // Time to send `bytes` over one link (point-to-point pieces).
   double transfer_seconds(double bytes, int64_t group_size) const;
   // Time of a local copy of `bytes` (read and write).
   double copy_seconds(double bytes) const;
-  // Roofline time of a local op.
-  double compute_seconds(const OpCost& cost) const;
+  // Roofline time of a local op (of `kind`: its rates where the profile
+  // has them).
+  double compute_seconds(const OpCost& cost, OpKind kind = OpKind::other) const;
 
-  // A profile: {"links": [{"group_size": 2, "alpha_seconds": 4e-05,
-  // "seconds_per_byte": 9e-10}, ...], "compute": {"flops_per_second": ...,
-  // "bytes_per_second": ...}}. Raises on malformed text, naming the field.
+  // A profile:
+  //   {"name": "...", "sources": "...", "memory_bytes": 8e10, "peak_flops_per_second": 9.89e14,
+  //    "ranks_per_node": 8,
+  //    "links": [{"group_size": 2, "alpha_seconds": 4e-05, "seconds_per_byte": 9e-10}, ...],
+  //    "inter_node_links": [...the same, for groups that cross nodes...],
+  //    "compute": {"flops_per_second": ..., "bytes_per_second": ..., "seconds_per_call": ...},
+  //    "compute_by_kind": {"matmul": {"flops_per_second": ..., "bytes_per_second": ...}, ...}}
+  // Everything is optional. Raises on malformed text, naming the field.
   static CostModel from_json(const std::string& text);
+  // from_json of a file's text; errors name the file.
+  static CostModel from_file(const std::string& path);
+  // The same file (from_json(to_json()) gives this model back).
+  std::string to_json() const;
 
  private:
   std::map<int64_t, LinkModel> links_;
+  std::map<int64_t, LinkModel> inter_links_;
+  int64_t ranks_per_node_ = 0;
   ComputeModel compute_;
+  std::map<OpKind, ComputeModel> kinds_;
 };
 
 // The model eager dispatch uses: the defaults, or the profile named by

@@ -49,6 +49,18 @@ Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& s
   return shard_region(shape, placement, sbp, index).size;
 }
 
+bool splits_evenly(const Shape& shape, const Placement& placement, const NdSbp& sbp) {
+  Shape level = shape;
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    if (!sbp[a].is_split()) continue;
+    const auto d = static_cast<size_t>(sbp[a].axis);
+    const int64_t parts = placement.mesh()[static_cast<size_t>(a)];
+    if (level[d] % parts != 0) return false;
+    level[d] /= parts;
+  }
+  return true;
+}
+
 void check_layout(const Shape& shape, const Placement& placement, const NdSbp& sbp,
                   const std::string& op) {
   TESSERA_CHECK(placement.defined(), "[", op, "] needs a placement");

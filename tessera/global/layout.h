@@ -38,6 +38,9 @@ Region shard_region(const Shape& shape, const Placement& placement, const NdSbp&
                     int axes = -1);
 // Shape of that rank's shard.
 Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& sbp, int index);
+// Whether every split divides its dim evenly, so every rank's shard has
+// the same shape (what holds for one rank then holds for all).
+bool splits_evenly(const Shape& shape, const Placement& placement, const NdSbp& sbp);
 
 // Throws, naming `op`, unless `sbp` fits `placement` and every split axis is
 // a dim of `shape`.

@@ -101,6 +101,9 @@ int Graph::add_input(const TensorMeta& meta, const TensorMeta& global) {
 
 int Graph::add_variable(const Tensor& tensor, const Tensor& grad_of) {
   Value value{tensor.meta(), ValueKind::variable, -1, 0, TensorMeta{}};
+  // A meta parameter of a model described, not built (TraceOptions::
+  // meta_variables) stands for a CPU tensor, as the inputs beside it do.
+  if (tensor.is_meta()) value.meta.device = Device{};
   if (tensor.is_global()) {
     const Tensor shard = tensor.local_shard();
     TESSERA_CHECK(shard.defined(), "[graph::trace] a global tensor of shape ",

@@ -18,7 +18,7 @@ namespace {
 // inference (on meta stand-ins), never a kernel.
 class Tracer final : public Handler {
  public:
-  explicit Tracer(Graph& graph) : graph_(graph) {}
+  Tracer(Graph& graph, bool meta_variables) : graph_(graph), meta_variables_(meta_variables) {}
   const char* name() const override { return "graph-trace"; }
 
   void bind(const Tensor& tensor, int value) {
@@ -164,8 +164,8 @@ class Tracer final : public Handler {
   int value_of(const Tensor& tensor, const OpDef& op, size_t index) {
     const int known = lookup(tensor);
     if (known >= 0) return known;
-    TESSERA_CHECK(!tensor.is_meta(), "[graph::trace] ", op.name, " input ", index,
-                  " is a meta tensor the traced function was not given and did not make");
+    TESSERA_CHECK(meta_variables_ || !tensor.is_meta(), "[graph::trace] ", op.name, " input ",
+                  index, " is a meta tensor the traced function was not given and did not make");
     TESSERA_CHECK(!tensor.is_global(), "[graph::trace] ", op.name, " input ", index,
                   " is a global tensor; tracing global tensors is not supported yet");
     const bool number =
@@ -219,6 +219,7 @@ class Tracer final : public Handler {
   }
 
   Graph& graph_;
+  bool meta_variables_ = false;  // TraceOptions::meta_variables
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> alive_;
   std::string last_op_;
@@ -241,9 +242,9 @@ struct TraceInput {
   TensorMeta global;
 };
 
-Graph trace_inputs(const TracedFn& fn, const std::vector<TraceInput>& inputs) {
+Graph trace_inputs(const TracedFn& fn, const std::vector<TraceInput>& inputs, bool meta_variables) {
   Graph graph;
-  Tracer tracer(graph);
+  Tracer tracer(graph, meta_variables);
   // Global tensors made during the trace around stand-ins are not plans.
   ShardTraceScope shards;
   TensorVector placeholders;
@@ -325,16 +326,16 @@ Graph trace(const TracedFn& fn, const TensorVector& examples) {
                   " has no shard on this rank; a traced function runs on ranks of its placements");
     inputs.push_back({shard.meta(), example.is_global() ? example.meta() : TensorMeta{}});
   }
-  return trace_inputs(fn, inputs);
+  return trace_inputs(fn, inputs, /*meta_variables=*/false);
 }
 
-Graph trace(const TracedFn& fn, const MetaVector& inputs) {
+Graph trace(const TracedFn& fn, const MetaVector& inputs, const TraceOptions& options) {
   std::vector<TraceInput> traced;
   for (const TensorMeta& meta : inputs) {
     TESSERA_CHECK(!meta.is_global(), "[graph::trace] traced from metas, inputs must be local");
     traced.push_back({meta, TensorMeta{}});
   }
-  return trace_inputs(fn, traced);
+  return trace_inputs(fn, traced, options.meta_variables);
 }
 
 bool has_run_attrs(const Node& node) {

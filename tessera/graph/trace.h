@@ -29,8 +29,15 @@ using TracedFn = std::function<TensorVector(const TensorVector&)>;
 // The graph of `fn` for inputs like `examples` (their metas; the values are
 // not read).
 Graph trace(const TracedFn& fn, const TensorVector& examples);
+struct TraceOptions {
+  // Whether the function may read meta tensors it was not given (the
+  // parameters of a model described, not built: planner/described_models.h).
+  // Such a graph can be planned and printed, not run.
+  bool meta_variables = false;
+};
+
 // The same for local inputs of these metas.
-Graph trace(const TracedFn& fn, const MetaVector& inputs);
+Graph trace(const TracedFn& fn, const MetaVector& inputs, const TraceOptions& options = {});
 
 // Runs the graph eagerly, node by node, on real inputs (an interpreter:
 // the reference the compiled executor is checked against). Writes to

@@ -116,6 +116,16 @@ TEST_P(GlobalJobTest, ParallelTrainingTracksOneProcess) {
   EXPECT_HAS(job.output, "GPT tensor parallel");
 }
 
+TEST_P(GlobalJobTest, AutoParallelTrainingTracksOneProcess) {
+  // The planner's layouts for the MLP (also in 0.7x data parallel's
+  // memory) and the GPT, on [n] (and [2, 2] for 4 ranks): every step's
+  // loss within 1e-4 (relative) of one process.
+  Job job = run_workers(GetParam(), "auto");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_HAS(job.output, "GPT auto-parallel");
+  EXPECT_HAS(job.output, "Predicted step per rank");
+}
+
 TEST_P(GlobalJobTest, CompiledTrainingEqualsEagerGlobal) {
   // MLP and GPT (with dropout) under data, tensor (and on 4 ranks 2-D)
   // parallelism, each step compiled: the losses and parameters of eager

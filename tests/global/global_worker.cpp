@@ -16,6 +16,9 @@
 //   item_alone  rank 0 alone calls item() on a global loss (TESSERA_DEBUG_SPMD=1)
 //   train     data-, tensor- and 2-D-parallel training of an MLP and a small
 //             GPT tracks single-process training step by step
+//   auto      the planner lays out the MLP (also under a memory budget data
+//             parallel cannot meet) and the GPT: training on its layouts
+//             tracks single-process training step by step
 //   compile   the train mode's layouts, each step compiled into a graph
 //             (graph::compile): the same losses and parameters as eager
 //             global training (bit for bit but for the tensor-parallel GPT), with
@@ -40,6 +43,7 @@
 #include "tessera/global/collective_ops.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/graph/compile.h"
+#include "tessera/planner/auto_parallel.h"
 #include "testing.h"
 
 using namespace tessera;
@@ -588,6 +592,86 @@ void run_train(int n) {
   }
 }
 
+// Trains the model on the layouts the planner chose for `mesh` (under a
+// budget of `budget_fraction` of data parallel's predicted peak when
+// positive): the losses of every step.
+template <typename Model, typename MakeModel, typename MakeBatch>
+std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, MakeBatch make_batch,
+                               int steps, bool adam, double budget_fraction, planner::Plan& plan) {
+  manual_seed(1234);
+  std::shared_ptr<Model> model = make_model();
+  auto loss_of = [&](const TensorVector& batch) {
+    Tensor logits = model->forward(batch[0]);
+    return cross_entropy(logits.reshape({-1, logits.size(-1)}), batch[1].reshape({-1}));
+  };
+  auto [x0, y0] = make_batch(0);
+  planner::PlanOptions options;
+  options.optimizer_states = adam ? 2 : 1;
+  if (budget_fraction > 0) {
+    planner::PlanOptions data_parallel = options;
+    data_parallel.mesh = mesh;
+    data_parallel.pinned = {{"input 0", Sbp::split(0)}, {"input 1", Sbp::split(0)}};
+    for (const auto& [name, param] : model->named_parameters()) {
+      data_parallel.pinned.emplace(name, Sbp::broadcast());
+    }
+    const nn::Module::NamedTensors names = model->named_parameters();
+    const double peak =
+        planner::plan(planner::trace_step(*model, loss_of, {x0, y0}), data_parallel, names)
+            .prediction.peak_bytes;
+    options.memory_budget = budget_fraction * peak;
+  }
+  plan = planner::auto_parallelize(*model, mesh, loss_of, {x0, y0}, options);
+  CHECK_WORKER(options.memory_budget == 0 || plan.prediction.peak_bytes <= options.memory_budget,
+               "the plan needs ", plan.prediction.peak_bytes, " bytes, over the budget ",
+               options.memory_budget);
+  std::unique_ptr<optim::Optimizer> optimizer;
+  if (adam) {
+    optim::AdamWOptions adam_options;
+    adam_options.lr = 3e-3;
+    optimizer = std::make_unique<optim::AdamW>(model->parameters(), adam_options);
+  } else {
+    optim::SGDOptions sgd_options;
+    sgd_options.lr = 0.1;
+    sgd_options.momentum = 0.9;
+    optimizer = std::make_unique<optim::SGD>(model->parameters(), sgd_options);
+  }
+  auto laid_out = [&](const Tensor& whole, const std::string& name) {
+    return whole.to_global(mesh, NdSbp::broadcast(mesh.ndim())).to_global(mesh, plan.sbp_of(name));
+  };
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    auto [inputs, targets] = make_batch(s);
+    Tensor loss = loss_of({laid_out(inputs, "input 0"), laid_out(targets, "input 1")});
+    optimizer->zero_grad();
+    loss.backward();
+    optim::clip_grad_norm_(model->parameters(), 1.0);
+    optimizer->step();
+    losses.push_back(value_of(loss));
+  }
+  return losses;
+}
+
+void run_auto(int n) {
+  const int steps = 20;
+  const Placement mesh = n == 4 ? Placement::cpu_mesh({2, 2}) : Placement::cpu(n);
+  const std::string on = " on " + placement_str(mesh);
+  planner::Plan plan;
+  const std::vector<double> mlp_reference =
+      train<nn::Sequential>(Layout{}, make_mlp, mlp_batch, steps, false);
+  check_tracks(train_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, 0, plan),
+               mlp_reference, "MLP auto-parallel" + on);
+  check_tracks(train_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, 0.7, plan),
+               mlp_reference, "MLP auto-parallel in 0.7x data parallel's memory" + on);
+  if (g_rank == 0) std::printf("%s", plan.explain().c_str());
+
+  const models::GPTConfig config = gpt_config(0.0);
+  auto make_gpt = [config] { return std::make_shared<models::GPT>(config); };
+  const std::vector<double> gpt_reference =
+      train<models::GPT>(Layout{}, make_gpt, gpt_batch, steps, true);
+  check_tracks(train_auto<models::GPT>(mesh, make_gpt, gpt_batch, steps, true, 0, plan),
+               gpt_reference, "GPT auto-parallel" + on);
+}
+
 // Compiled global training equals eager global training: the graph runs
 // the local ops and collectives eager issues, in the same order, so the
 // losses and parameters agree bit for bit (clipping off: its traced form
@@ -1064,6 +1148,8 @@ int main(int argc, char** argv) {
       run_batch_norm(n);
     } else if (mode == "train") {
       run_train(n);
+    } else if (mode == "auto") {
+      run_auto(n);
     } else if (mode == "compile") {
       run_compile(n);
     } else if (mode == "errors") {

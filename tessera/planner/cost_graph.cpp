@@ -1,0 +1,448 @@
+#include "tessera/planner/cost_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "tessera/core/error.h"
+
+namespace tessera::planner {
+
+int CostGraph::add_node(std::string name, std::vector<double> cost, std::vector<double> memory) {
+  TESSERA_CHECK(!cost.empty(), "[planner] node '", name, "' needs at least one strategy");
+  TESSERA_CHECK(memory.empty() || memory.size() == cost.size(), "[planner] node '", name, "' has ",
+                cost.size(), " strategies but ", memory.size(), " memory figures");
+  if (memory.empty()) memory.assign(cost.size(), 0.0);
+  nodes_.push_back({std::move(name), std::move(cost), std::move(memory)});
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+void CostGraph::add_edge(int from, int to, std::vector<double> cost) {
+  const auto count = static_cast<int>(nodes_.size());
+  TESSERA_CHECK(from >= 0 && from < count && to >= 0 && to < count && from != to,
+                "[planner] an edge joins two different nodes of the ", count, "; got ", from,
+                " and ", to);
+  const size_t rows = strategies(from);
+  const size_t cols = strategies(to);
+  TESSERA_CHECK(cost.size() == rows * cols, "[planner] the edge ", nodes_[from].name, " -> ",
+                nodes_[to].name, " needs ", rows, " x ", cols, " costs, got ", cost.size());
+  for (ChoiceEdge& edge : edges_) {
+    if (edge.from == from && edge.to == to) {
+      for (size_t k = 0; k < cost.size(); ++k) edge.cost[k] += cost[k];
+      return;
+    }
+    if (edge.from == to && edge.to == from) {
+      for (size_t f = 0; f < rows; ++f) {
+        for (size_t t = 0; t < cols; ++t) edge.cost[t * rows + f] += cost[f * cols + t];
+      }
+      return;
+    }
+  }
+  edges_.push_back({from, to, std::move(cost)});
+}
+
+double CostGraph::cost(const std::vector<int>& choice, double memory_weight) const {
+  TESSERA_CHECK(choice.size() == nodes_.size(), "[planner] a choice per node: ", nodes_.size(),
+                " nodes, ", choice.size(), " choices");
+  double total = 0;
+  for (size_t v = 0; v < nodes_.size(); ++v) {
+    const auto s = static_cast<size_t>(choice[v]);
+    total += nodes_[v].cost.at(s) + memory_weight * nodes_[v].memory.at(s);
+  }
+  for (const ChoiceEdge& edge : edges_) {
+    const size_t cols = strategies(edge.to);
+    total += edge.cost[static_cast<size_t>(choice[static_cast<size_t>(edge.from)]) * cols +
+                       static_cast<size_t>(choice[static_cast<size_t>(edge.to)])];
+  }
+  return total;
+}
+
+double CostGraph::memory(const std::vector<int>& choice) const {
+  double total = 0;
+  for (size_t v = 0; v < nodes_.size(); ++v) {
+    total += nodes_[v].memory.at(static_cast<size_t>(choice.at(v)));
+  }
+  return total;
+}
+
+namespace {
+
+// A dense matrix of edge costs: rows are one end's strategies.
+struct Matrix {
+  size_t rows = 0;
+  size_t cols = 0;
+  std::vector<double> at;
+  double operator()(size_t r, size_t c) const { return at[r * cols + c]; }
+  Matrix transposed() const {
+    Matrix t{cols, rows, std::vector<double>(at.size())};
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) t.at[c * rows + r] = at[r * cols + c];
+    }
+    return t;
+  }
+};
+
+// One elimination, undone in reverse order to recover the choices.
+struct Record {
+  enum Kind : uint8_t { alone, leaf, series } kind = alone;
+  int node = -1;
+  int a = -1;  // the neighbour a leaf folds into; a series' first end
+  int b = -1;  // a series' second end
+  // The node's best strategy: alone: best[0]; leaf: per strategy of a;
+  // series: per (strategy of a, strategy of b), row-major.
+  std::vector<int> best;
+};
+
+// The graph as elimination changes it: costs include the memory term, and
+// each edge is kept from both ends (adjacent[v][w] has v's strategies as
+// rows).
+class Reducer {
+ public:
+  Reducer(const CostGraph& graph, double memory_weight) {
+    const size_t n = graph.nodes().size();
+    cost_.resize(n);
+    adjacent_.resize(n);
+    alive_.assign(n, true);
+    for (size_t v = 0; v < n; ++v) {
+      const ChoiceNode& node = graph.nodes()[v];
+      cost_[v] = node.cost;
+      for (size_t s = 0; s < cost_[v].size(); ++s) cost_[v][s] += memory_weight * node.memory[s];
+    }
+    for (const ChoiceEdge& edge : graph.edges()) {
+      Matrix m{graph.strategies(edge.from), graph.strategies(edge.to), edge.cost};
+      add(edge.from, edge.to, m);
+    }
+  }
+
+  // Eliminates until every node left has three neighbours or more.
+  void eliminate() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (size_t v = 0; v < cost_.size(); ++v) {
+        if (!alive_[v]) continue;
+        const size_t degree = adjacent_[v].size();
+        if (degree == 0) {
+          remove_alone(static_cast<int>(v));
+        } else if (degree == 1) {
+          remove_leaf(static_cast<int>(v));
+        } else if (degree == 2) {
+          remove_series(static_cast<int>(v));
+        } else {
+          continue;
+        }
+        changed = true;
+      }
+    }
+  }
+
+  std::vector<int> left() const {
+    std::vector<int> nodes;
+    for (size_t v = 0; v < alive_.size(); ++v) {
+      if (alive_[v]) nodes.push_back(static_cast<int>(v));
+    }
+    return nodes;
+  }
+
+  // Chooses strategies for the nodes left (`choice` holds them on entry:
+  // a start for local search), then undoes the eliminations. Returns
+  // whether the choice of those left is proven optimal.
+  bool finish(std::vector<int>& choice, int64_t exact_limit) {
+    const std::vector<int> kernel = left();
+    bool exact = true;
+    if (!kernel.empty()) {
+      local_search(kernel, choice);
+      exact = branch_and_bound(kernel, choice, exact_limit);
+    }
+    for (auto record = records_.rbegin(); record != records_.rend(); ++record) {
+      const auto node = static_cast<size_t>(record->node);
+      switch (record->kind) {
+        case Record::alone:
+          choice[node] = record->best[0];
+          break;
+        case Record::leaf:
+          choice[node] = record->best[static_cast<size_t>(choice[static_cast<size_t>(record->a)])];
+          break;
+        case Record::series: {
+          const size_t cols = cost_[static_cast<size_t>(record->b)].size();
+          choice[node] =
+              record->best[static_cast<size_t>(choice[static_cast<size_t>(record->a)]) * cols +
+                           static_cast<size_t>(choice[static_cast<size_t>(record->b)])];
+          break;
+        }
+      }
+    }
+    return exact;
+  }
+
+ private:
+  void add(int from, int to, const Matrix& m) {
+    auto& forward = adjacent_[static_cast<size_t>(from)];
+    auto found = forward.find(to);
+    if (found == forward.end()) {
+      forward.emplace(to, m);
+      adjacent_[static_cast<size_t>(to)].emplace(from, m.transposed());
+      return;
+    }
+    Matrix& there = found->second;
+    Matrix& back = adjacent_[static_cast<size_t>(to)].at(from);
+    for (size_t r = 0; r < m.rows; ++r) {
+      for (size_t c = 0; c < m.cols; ++c) {
+        there.at[r * m.cols + c] += m(r, c);
+        back.at[c * m.rows + r] += m(r, c);
+      }
+    }
+  }
+
+  void drop(int v) {
+    for (const auto& [w, m] : adjacent_[static_cast<size_t>(v)]) {
+      adjacent_[static_cast<size_t>(w)].erase(v);
+    }
+    adjacent_[static_cast<size_t>(v)].clear();
+    alive_[static_cast<size_t>(v)] = false;
+  }
+
+  void remove_alone(int v) {
+    const std::vector<double>& c = cost_[static_cast<size_t>(v)];
+    const auto best = static_cast<int>(std::min_element(c.begin(), c.end()) - c.begin());
+    records_.push_back({Record::alone, v, -1, -1, {best}});
+    drop(v);
+  }
+
+  void remove_leaf(int v) {
+    const auto& [a, m] = *adjacent_[static_cast<size_t>(v)].begin();
+    const std::vector<double>& own = cost_[static_cast<size_t>(v)];
+    std::vector<double>& theirs = cost_[static_cast<size_t>(a)];
+    Record record{Record::leaf, v, a, -1, std::vector<int>(theirs.size())};
+    for (size_t t = 0; t < theirs.size(); ++t) {
+      double best = std::numeric_limits<double>::infinity();
+      for (size_t s = 0; s < own.size(); ++s) {
+        const double total = own[s] + m(s, t);
+        if (total < best) {
+          best = total;
+          record.best[t] = static_cast<int>(s);
+        }
+      }
+      theirs[t] += best;
+    }
+    records_.push_back(std::move(record));
+    drop(v);
+  }
+
+  void remove_series(int v) {
+    auto it = adjacent_[static_cast<size_t>(v)].begin();
+    const int a = it->first;
+    const Matrix va = it->second;  // v x a
+    ++it;
+    const int b = it->first;
+    const Matrix& vb = it->second;  // v x b
+    const std::vector<double>& own = cost_[static_cast<size_t>(v)];
+    Matrix ab{va.cols, vb.cols, std::vector<double>(va.cols * vb.cols)};
+    Record record{Record::series, v, a, b, std::vector<int>(ab.at.size())};
+    for (size_t i = 0; i < ab.rows; ++i) {
+      for (size_t j = 0; j < ab.cols; ++j) {
+        double best = std::numeric_limits<double>::infinity();
+        for (size_t s = 0; s < own.size(); ++s) {
+          const double total = va(s, i) + own[s] + vb(s, j);
+          if (total < best) {
+            best = total;
+            record.best[i * ab.cols + j] = static_cast<int>(s);
+          }
+        }
+        ab.at[i * ab.cols + j] = best;
+      }
+    }
+    records_.push_back(std::move(record));
+    drop(v);
+    add(a, b, ab);
+  }
+
+  // The cost of strategy s of v given its neighbours' current choices.
+  double local_cost(int v, size_t s, const std::vector<int>& choice) const {
+    double total = cost_[static_cast<size_t>(v)][s];
+    for (const auto& [w, m] : adjacent_[static_cast<size_t>(v)]) {
+      total += m(s, static_cast<size_t>(choice[static_cast<size_t>(w)]));
+    }
+    return total;
+  }
+
+  double kernel_cost(const std::vector<int>& kernel, const std::vector<int>& choice) const {
+    double total = 0;
+    for (int v : kernel) {
+      const auto s = static_cast<size_t>(choice[static_cast<size_t>(v)]);
+      total += cost_[static_cast<size_t>(v)][s];
+      for (const auto& [w, m] : adjacent_[static_cast<size_t>(v)]) {
+        if (w > v) total += m(s, static_cast<size_t>(choice[static_cast<size_t>(w)]));
+      }
+    }
+    return total;
+  }
+
+  // Moves one node at a time to its best strategy given the others, from
+  // several starts (each node's cheapest strategy; then random ones), until
+  // no move helps. Leaves the best found in `choice`.
+  void local_search(const std::vector<int>& kernel, std::vector<int>& choice) const {
+    std::mt19937_64 random(12345);
+    std::vector<int> best_choice;
+    double best = std::numeric_limits<double>::infinity();
+    for (int start = 0; start < 8; ++start) {
+      std::vector<int> current = choice;
+      for (int v : kernel) {
+        const std::vector<double>& c = cost_[static_cast<size_t>(v)];
+        current[static_cast<size_t>(v)] =
+            start == 0 ? static_cast<int>(std::min_element(c.begin(), c.end()) - c.begin())
+                       : static_cast<int>(random() % c.size());
+      }
+      for (int pass = 0; pass < 100; ++pass) {
+        bool moved = false;
+        for (int v : kernel) {
+          const size_t count = cost_[static_cast<size_t>(v)].size();
+          auto& at = current[static_cast<size_t>(v)];
+          double here = local_cost(v, static_cast<size_t>(at), current);
+          for (size_t s = 0; s < count; ++s) {
+            const double there = local_cost(v, s, current);
+            if (there < here - 1e-15 * std::abs(here)) {
+              here = there;
+              at = static_cast<int>(s);
+              moved = true;
+            }
+          }
+        }
+        if (!moved) break;
+      }
+      const double total = kernel_cost(kernel, current);
+      if (total < best) {
+        best = total;
+        best_choice = std::move(current);
+      }
+    }
+    choice = std::move(best_choice);
+  }
+
+  // Depth-first over the kernel's nodes (each joined to those before it
+  // where it can be), bounded below by the cost so far plus every node
+  // left at its cheapest; starts from local search's answer. False when
+  // it stopped at `limit` steps.
+  bool branch_and_bound(const std::vector<int>& kernel, std::vector<int>& choice,
+                        int64_t limit) const {
+    // Order: breadth-first from the node of most neighbours, so a node's
+    // edges to nodes already placed count as early as they can.
+    std::vector<int> order;
+    std::vector<bool> placed(cost_.size(), false);
+    std::vector<int> by_degree = kernel;
+    std::stable_sort(by_degree.begin(), by_degree.end(), [&](int x, int y) {
+      return adjacent_[static_cast<size_t>(x)].size() > adjacent_[static_cast<size_t>(y)].size();
+    });
+    for (int root : by_degree) {
+      if (placed[static_cast<size_t>(root)]) continue;
+      size_t head = order.size();
+      order.push_back(root);
+      placed[static_cast<size_t>(root)] = true;
+      for (; head < order.size(); ++head) {
+        for (const auto& [w, m] : adjacent_[static_cast<size_t>(order[head])]) {
+          if (placed[static_cast<size_t>(w)]) continue;
+          placed[static_cast<size_t>(w)] = true;
+          order.push_back(w);
+        }
+      }
+    }
+    const size_t n = order.size();
+    std::vector<size_t> position(cost_.size(), 0);
+    for (size_t k = 0; k < n; ++k) position[static_cast<size_t>(order[k])] = k;
+    // Lower bound of the nodes from k on: their cheapest strategies.
+    std::vector<double> rest(n + 1, 0.0);
+    for (size_t k = n; k-- > 0;) {
+      const std::vector<double>& c = cost_[static_cast<size_t>(order[k])];
+      rest[k] = rest[k + 1] + *std::min_element(c.begin(), c.end());
+    }
+    double best = kernel_cost(kernel, choice);
+    std::vector<int> current = choice;
+    int64_t steps = 0;
+    bool complete = true;
+    // Iterative depth-first search: at[k] is the next strategy to try at depth k.
+    std::vector<size_t> at(n, 0);
+    std::vector<double> partial(n + 1, 0.0);
+    size_t depth = 0;
+    while (true) {
+      const int v = order[depth];
+      const size_t count = cost_[static_cast<size_t>(v)].size();
+      if (at[depth] >= count) {
+        at[depth] = 0;
+        if (depth == 0) break;
+        --depth;
+        continue;
+      }
+      if (++steps > limit) {
+        complete = false;
+        break;
+      }
+      const size_t s = at[depth]++;
+      double added = cost_[static_cast<size_t>(v)][s];
+      for (const auto& [w, m] : adjacent_[static_cast<size_t>(v)]) {
+        if (position[static_cast<size_t>(w)] < depth) {
+          added += m(s, static_cast<size_t>(current[static_cast<size_t>(w)]));
+        }
+      }
+      const double sum = partial[depth] + added;
+      if (sum + rest[depth + 1] >= best) continue;
+      current[static_cast<size_t>(v)] = static_cast<int>(s);
+      if (depth + 1 == n) {
+        best = sum;
+        choice = current;
+        continue;
+      }
+      partial[depth + 1] = sum;
+      ++depth;
+    }
+    return complete;
+  }
+
+  std::vector<std::vector<double>> cost_;
+  std::vector<std::map<int, Matrix>> adjacent_;
+  std::vector<bool> alive_;
+  std::vector<Record> records_;
+};
+
+}  // namespace
+
+Solution solve(const CostGraph& graph, const SearchOptions& options) {
+  Reducer reducer(graph, options.memory_weight);
+  reducer.eliminate();
+  Solution solution;
+  solution.remaining = static_cast<int>(reducer.left().size());
+  solution.choice.assign(graph.nodes().size(), 0);
+  solution.exact = reducer.finish(solution.choice, options.exact_limit);
+  solution.cost = graph.cost(solution.choice, options.memory_weight);
+  return solution;
+}
+
+Solution solve_exhaustively(const CostGraph& graph, double memory_weight, double limit) {
+  double count = 1;
+  for (const ChoiceNode& node : graph.nodes()) count *= static_cast<double>(node.cost.size());
+  TESSERA_CHECK(count <= limit, "[planner] ", count,
+                " assignments are too many to try every one; the limit is ", limit);
+  const size_t n = graph.nodes().size();
+  std::vector<int> choice(n, 0);
+  Solution best;
+  best.cost = std::numeric_limits<double>::infinity();
+  best.exact = true;
+  while (true) {
+    const double total = graph.cost(choice, memory_weight);
+    if (total < best.cost) {
+      best.cost = total;
+      best.choice = choice;
+    }
+    size_t v = 0;
+    for (; v < n; ++v) {
+      if (static_cast<size_t>(++choice[v]) < graph.strategies(static_cast<int>(v))) break;
+      choice[v] = 0;
+    }
+    if (v == n) break;
+  }
+  return best;
+}
+
+}  // namespace tessera::planner

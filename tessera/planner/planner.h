@@ -1,0 +1,137 @@
+#pragma once
+
+// Auto-parallel (DESIGN §8): a layout for every tensor of a traced step,
+// chosen for a mesh by the one cost model, with the reasons and the
+// predicted step time and memory per rank, before anything runs.
+//
+//   graph::Graph step = graph::trace(train_step, {x, y});   // one device
+//   planner::PlanOptions options;
+//   options.mesh = Placement::cpu(4);
+//   options.memory_budget = 2 << 30;
+//   planner::Plan plan = planner::plan(step, options, model->named_parameters());
+//   std::cout << plan.explain();
+//
+// The graph is the logical step (traced on local tensors of the whole
+// batch). Every op node chooses one of the layout options choose_layout
+// would weigh for it (global::layout_options), every input and variable a
+// layout (broadcast or split on each mesh axis), and each value pays the
+// boxing (global::plan_boxing) from its producer's layout to the one its
+// consumer takes. A gradient written to a parameter pays the boxing into
+// the parameter's layout; that traffic overlaps the backward pass that
+// follows it, as the gradient buckets do. Memory per rank counts each
+// parameter's shard with its gradient and optimizer state, and the
+// activations the step's order keeps alive at its peak.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/global/cost_model.h"
+#include "tessera/graph/ir.h"
+#include "tessera/nn/module.h"
+#include "tessera/planner/cost_graph.h"
+
+namespace tessera::planner {
+
+struct PlanOptions {
+  Placement mesh;  // 1-D or 2-D
+  global::CostModel model = global::default_cost_model();
+  // Bytes per rank the plan may use; 0: no limit.
+  double memory_budget = 0;
+  // Optimizer state per trained parameter element, in parameter sizes
+  // (Adam and AdamW: 2, SGD with momentum: 1, plain SGD: 0).
+  double optimizer_states = 2;
+  // Whether gradient traffic overlaps the backward compute after it (the
+  // gradient buckets reduce on a communication thread).
+  bool overlap_gradients = true;
+  // Layouts fixed in advance, by tensor name (a parameter's qualified name,
+  // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
+  std::map<std::string, NdSbp> pinned;
+  SearchOptions search;
+};
+
+// The layout chosen for a tensor the step does not compute.
+struct TensorChoice {
+  std::string name;      // parameter name, "input k", or "variable k"
+  TensorMeta meta;       // logical
+  bool trained = false;  // a gradient is written to it
+  NdSbp sbp;
+  std::optional<NdSbp> runner_up;
+  double gap_seconds = 0;  // objective of the runner-up minus the chosen
+};
+
+// The signature chosen for an op node.
+struct OpChoice {
+  int node = -1;
+  std::string op;
+  std::vector<NdSbp> inputs;
+  std::vector<NdSbp> outputs;
+  double compute_seconds = 0;  // on the largest shards
+  double boxing_seconds = 0;   // moving its inputs into these layouts
+  std::optional<std::vector<NdSbp>> runner_up_inputs;
+  std::vector<NdSbp> runner_up_outputs;
+  double gap_seconds = 0;
+};
+
+// What one step is predicted to cost on each rank (the busiest: the
+// largest shards).
+struct StepPrediction {
+  double compute_seconds = 0;
+  double communication_seconds = 0;  // all boxing, gradients included
+  double exposed_seconds = 0;        // the communication not overlapped
+  double step_seconds = 0;           // compute + exposed communication
+  double state_bytes = 0;            // parameters, gradients, optimizer state
+  double activation_bytes = 0;       // peak of everything else alive
+  double peak_bytes = 0;
+  double flops = 0;  // whole-step FLOPs on one rank
+};
+
+class Plan {
+ public:
+  Placement mesh;
+  std::vector<TensorChoice> tensors;
+  std::vector<OpChoice> ops;
+  StepPrediction prediction;
+  double objective = 0;  // the search's objective at this plan
+  double memory_budget = 0;
+  double search_seconds = 0;
+  bool exact = false;    // the search proved it optimal
+  int choice_nodes = 0;  // in the cost graph
+  int remaining = 0;     // left after elimination
+
+  // The layout chosen for a tensor by name; raises naming the choices when
+  // there is none of that name.
+  const NdSbp& sbp_of(const std::string& name) const;
+  // Per tensor and op: chosen layout, runner-up and the gap; then the
+  // predicted step (compute / communication / exposed) and peak memory.
+  std::string explain() const;
+  // Graphviz: the op nodes and tensors, coloured by layout.
+  std::string dot() const;
+  // The tensors' layouts as JSON ({"mesh": [...], "tensors": {name: ["S(0)", "B"]}}),
+  // to save, edit and pass back as PlanOptions::pinned.
+  std::string to_json() const;
+
+  // For dot(): each op node's inputs as (value producer node or -1, tensor index).
+  std::vector<std::vector<std::pair<int, int>>> op_inputs;
+};
+
+// Parses to_json()'s text into pins for PlanOptions::pinned; raises on
+// malformed text, naming the entry.
+std::map<std::string, NdSbp> pins_from_json(const std::string& text, int mesh_ndim);
+// "S(0)", "B", "P(sum)": one mesh axis's layout.
+Sbp parse_sbp(const std::string& text);
+
+// Plans `graph` (a logical step) for options.mesh. `names` names the
+// graph's variables (a module's named_parameters()); others are
+// "variable k". Raises when options.memory_budget cannot be met, naming
+// the smallest budget the search found and what takes it.
+Plan plan(const graph::Graph& graph, const PlanOptions& options,
+          const nn::Module::NamedTensors& names = {});
+
+// The cost graph plan() searches, for tests that check the search against
+// trying every assignment.
+CostGraph cost_graph_of(const graph::Graph& graph, const PlanOptions& options,
+                        const nn::Module::NamedTensors& names = {});
+
+}  // namespace tessera::planner

@@ -1,0 +1,272 @@
+// The planner: its search against trying every assignment, its choices on
+// steps whose best layout is clear from first principles, memory budgets,
+// pins, and what it tells the user.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tessera/graph/trace.h"
+#include "tessera/planner/auto_parallel.h"
+#include "tessera/planner/planner.h"
+#include "testing.h"
+
+// The statement raises an Error whose message holds `piece`.
+#define EXPECT_THROW_MSG(statement, piece) \
+  EXPECT_HAS(::tessera::testing::error_of([&] { (void)(statement); }), piece)
+
+namespace tessera::planner {
+namespace {
+
+// A random cost graph: `nodes` nodes of 2-4 strategies, each pair joined
+// with probability `density`, costs in [0, 1), a few infeasible.
+CostGraph random_graph(std::mt19937_64& random, int nodes, double density) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  CostGraph graph;
+  for (int v = 0; v < nodes; ++v) {
+    const size_t count = 2 + random() % 3;
+    std::vector<double> cost(count), memory(count);
+    for (size_t s = 0; s < count; ++s) {
+      cost[s] = unit(random);
+      memory[s] = unit(random);
+    }
+    std::string name = "n";  // (GCC 12 warns, wrongly, about "n" + std::to_string(v))
+    name += std::to_string(v);
+    graph.add_node(name, cost, memory);
+  }
+  for (int a = 0; a < nodes; ++a) {
+    for (int b = a + 1; b < nodes; ++b) {
+      if (unit(random) >= density) continue;
+      // Either direction; twice now and then, so parallel edges add up.
+      const int repeats = unit(random) < 0.2 ? 2 : 1;
+      for (int r = 0; r < repeats; ++r) {
+        const bool forward = unit(random) < 0.5;
+        const int from = forward ? a : b;
+        const int to = forward ? b : a;
+        std::vector<double> cost(graph.strategies(from) * graph.strategies(to));
+        for (double& c : cost) c = unit(random) < 0.05 ? kInfeasible : unit(random);
+        graph.add_edge(from, to, cost);
+      }
+    }
+  }
+  return graph;
+}
+
+TEST(PlannerSearch, FindsTheExhaustiveOptimumOnSmallGraphs) {
+  std::mt19937_64 random(7);
+  int with_branching = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int nodes = 2 + trial % 11;  // 2..12
+    const double density = trial % 3 == 0 ? 0.2 : (trial % 3 == 1 ? 0.5 : 0.9);
+    const double weight = trial % 4 == 0 ? 0.3 : 0.0;
+    CostGraph graph = random_graph(random, nodes, density);
+    SearchOptions options;
+    options.memory_weight = weight;
+    const Solution got = solve(graph, options);
+    const Solution want = solve_exhaustively(graph, weight);
+    ASSERT_TRUE(got.exact) << "trial " << trial;
+    ASSERT_NEAR(got.cost, want.cost, 1e-9 * std::max(1.0, want.cost))
+        << "trial " << trial << ": " << nodes << " nodes, density " << density;
+    ASSERT_DOUBLE_EQ(graph.cost(got.choice, weight), got.cost);
+    if (got.remaining > 0) ++with_branching;
+  }
+  // The dense graphs leave nodes that elimination cannot remove, so branch
+  // and bound is exercised, not only elimination.
+  EXPECT_GT(with_branching, 50);
+}
+
+TEST(PlannerSearch, StoppedEarlyItSaysSoAndKeepsAFeasibleAnswer) {
+  std::mt19937_64 random(11);
+  CostGraph graph = random_graph(random, 12, 0.9);
+  SearchOptions options;
+  options.exact_limit = 1;
+  const Solution got = solve(graph, options);
+  const Solution want = solve_exhaustively(graph);
+  EXPECT_GT(got.remaining, 0);
+  EXPECT_FALSE(got.exact);
+  EXPECT_GE(got.cost, want.cost - 1e-12);
+}
+
+TEST(PlannerSearch, RejectsMalformedGraphs) {
+  CostGraph graph;
+  EXPECT_THROW_MSG(graph.add_node("empty", {}), "at least one strategy");
+  const int a = graph.add_node("a", {1, 2});
+  const int b = graph.add_node("b", {1, 2, 3});
+  EXPECT_THROW_MSG(graph.add_edge(a, b, {0, 0}), "needs 2 x 3 costs, got 2");
+  EXPECT_THROW_MSG(graph.add_edge(a, a, {0, 0, 0, 0}), "two different nodes");
+  EXPECT_THROW_MSG(graph.add_node("c", {1, 2}, {1}), "2 strategies but 1 memory");
+}
+
+// y = relu(x @ w1) @ w2, loss = sum(y) (or with `target`, the mean
+// squared error of y against input 1), and with `backward` its gradients.
+struct Mlp {
+  Tensor w1;
+  Tensor w2;
+  nn::Module::NamedTensors names;
+  Mlp(int64_t in, int64_t hidden, int64_t out) {
+    manual_seed(3);
+    w1 = randn({in, hidden}).requires_grad_();
+    w2 = randn({hidden, out}).requires_grad_();
+    names = {{"w1", w1}, {"w2", w2}};
+  }
+  graph::Graph trace(int64_t batch, int64_t in, bool backward, bool target = false) {
+    w1.set_grad(Tensor());
+    w2.set_grad(Tensor());
+    MetaVector inputs{TensorMeta{{batch, in}, DType::f32, Device{}}};
+    if (target) inputs.push_back(TensorMeta{{batch, w2.size(1)}, DType::f32, Device{}});
+    return graph::trace(
+        [&, backward, target](const TensorVector& x) -> TensorVector {
+          Tensor y = x[0].matmul(w1).relu().matmul(w2);
+          Tensor loss = target ? sub(y, x[1]).square().mean() : y.sum();
+          if (backward) loss.backward();
+          return {loss};
+        },
+        inputs);
+  }
+};
+
+TEST(PlannerSearch, TracedStepsMatchTheExhaustiveOptimum) {
+  for (const Placement& mesh :
+       {Placement::cpu(2), Placement::cpu(4), Placement::cpu_mesh({2, 2})}) {
+    for (bool backward : {false, true}) {
+      Mlp mlp(16, 32, 8);
+      const graph::Graph step = mlp.trace(64, 16, backward);
+      PlanOptions options;
+      options.mesh = mesh;
+      const CostGraph graph = cost_graph_of(step, options, mlp.names);
+      double count = 1;
+      for (const ChoiceNode& node : graph.nodes()) count *= static_cast<double>(node.cost.size());
+      if (count > 5e7) continue;  // too many to try (the 2-D backward step)
+      const Solution got = solve(graph);
+      const Solution want = solve_exhaustively(graph);
+      EXPECT_LE(step.nodes().size(), 12u);
+      EXPECT_NEAR(got.cost, want.cost, 1e-12 * want.cost)
+          << placement_str(mesh) << (backward ? " with backward" : "");
+      const Plan plan = planner::plan(step, options, mlp.names);
+      EXPECT_NEAR(plan.objective, want.cost, 1e-12 * want.cost);
+    }
+  }
+}
+
+TEST(Planner, ManyRowsAndSmallWeightsGiveDataParallel) {
+  // All-reducing 32 KiB of gradients costs less than moving any activation
+  // of 4096 rows, which splitting a weight must do before the loss (the
+  // error needs whole outputs). (With a sum for the loss, splitting the
+  // first weight's columns moves nothing at all, and the planner rightly
+  // prefers it.)
+  Mlp mlp(64, 64, 64);
+  const graph::Graph step = mlp.trace(4096, 64, true, true);
+  PlanOptions options;
+  options.mesh = Placement::cpu(2);
+  const Plan plan = planner::plan(step, options, mlp.names);
+  EXPECT_EQ(plan.sbp_of("input 0"), NdSbp(Sbp::split(0))) << plan.explain();
+  EXPECT_TRUE(plan.sbp_of("w1").all_broadcast()) << plan.explain();
+  EXPECT_TRUE(plan.sbp_of("w2").all_broadcast()) << plan.explain();
+  EXPECT_TRUE(plan.exact);
+}
+
+TEST(Planner, FewRowsAndLargeWeightsSplitTheWeights) {
+  // Data parallel would all-reduce 32 MiB of gradients; splitting the
+  // weights moves activations of 8 rows.
+  Mlp mlp(1024, 4096, 1024);
+  const graph::Graph step = mlp.trace(8, 1024, true);
+  PlanOptions options;
+  options.mesh = Placement::cpu(2);
+  const Plan plan = planner::plan(step, options, mlp.names);
+  EXPECT_FALSE(plan.sbp_of("w1").all_broadcast()) << plan.explain();
+  EXPECT_FALSE(plan.sbp_of("w2").all_broadcast()) << plan.explain();
+
+  // Data parallel, pinned, is predicted slower, and its state is whole.
+  PlanOptions data_parallel = options;
+  data_parallel.pinned = {
+      {"input 0", Sbp::split(0)}, {"w1", Sbp::broadcast()}, {"w2", Sbp::broadcast()}};
+  const Plan pinned = planner::plan(step, data_parallel, mlp.names);
+  EXPECT_EQ(pinned.sbp_of("w1"), NdSbp(Sbp::broadcast()));
+  EXPECT_GT(pinned.prediction.step_seconds, plan.prediction.step_seconds);
+  const double parameter_bytes = (1024.0 * 4096 + 4096.0 * 1024) * 4;
+  EXPECT_DOUBLE_EQ(pinned.prediction.state_bytes, parameter_bytes * (2 + 2));
+  EXPECT_LT(plan.prediction.state_bytes, pinned.prediction.state_bytes);
+}
+
+TEST(Planner, AMemoryBudgetDataParallelCannotMeetIsMet) {
+  Mlp mlp(512, 512, 512);
+  const graph::Graph step = mlp.trace(256, 512, true);
+  PlanOptions options;
+  options.mesh = Placement::cpu(2);
+  options.pinned = {{"input 0", Sbp::split(0)}, {"w1", Sbp::broadcast()}, {"w2", Sbp::broadcast()}};
+  const Plan data_parallel = planner::plan(step, options, mlp.names);
+  options.pinned.clear();
+  const Plan free = planner::plan(step, options, mlp.names);
+  options.memory_budget = 0.7 * data_parallel.prediction.peak_bytes;
+  const Plan fitted = planner::plan(step, options, mlp.names);
+  EXPECT_LE(fitted.prediction.peak_bytes, options.memory_budget) << fitted.explain();
+  EXPECT_GE(fitted.prediction.step_seconds, free.prediction.step_seconds * (1 - 1e-12));
+  EXPECT_HAS(fitted.explain(), "(budget ");
+
+  options.memory_budget = 1024;
+  EXPECT_THROW_MSG(planner::plan(step, options, mlp.names), "no plan fits 0.00 MiB per rank");
+  const std::string message = testing::error_of([&] { planner::plan(step, options, mlp.names); });
+  EXPECT_HAS(message, "Give a budget of at least");
+  EXPECT_HAS(message, "(largest: w");
+}
+
+TEST(Planner, ExplainsDrawsSavesAndReplansWithPins) {
+  Mlp mlp(64, 64, 8);
+  const graph::Graph step = mlp.trace(512, 64, true);
+  PlanOptions options;
+  options.mesh = Placement::cpu_mesh({2, 2});
+  const Plan plan = planner::plan(step, options, mlp.names);
+  const std::string text = plan.explain();
+  for (const char* part : {"Plan for cpu", "Predicted step per rank", "exposed communication",
+                           "Predicted peak memory per rank", "  w1 f32[64, 64]", "  input 0 ",
+                           "matmul", "runner-up"}) {
+    EXPECT_HAS(text, part);
+  }
+  EXPECT_EQ(plan.ops.size(), step.nodes().size());
+  EXPECT_HAS(plan.dot(), "digraph plan");
+
+  // Saved, edited and planned again: the pins hold, the rest is planned.
+  std::map<std::string, NdSbp> pins = pins_from_json(plan.to_json(), 2);
+  EXPECT_EQ(pins.size(), 3u);
+  EXPECT_EQ(pins.at("w1"), plan.sbp_of("w1"));
+  options.pinned = {{"w1", NdSbp({Sbp::split(1), Sbp::broadcast()})}};
+  const Plan edited = planner::plan(step, options, mlp.names);
+  EXPECT_EQ(edited.sbp_of("w1"), NdSbp({Sbp::split(1), Sbp::broadcast()}));
+  EXPECT_GE(edited.objective, plan.objective * (1 - 1e-12));
+
+  EXPECT_THROW_MSG(pins_from_json("{", 2), "JSON object");
+  EXPECT_THROW_MSG(pins_from_json(R"({"tensors": {"w1": ["B"]}})", 2), "list of 2 layouts");
+  EXPECT_THROW_MSG(pins_from_json(R"j({"tensors": {"w1": ["S(x)", "B"]}})j", 2),
+                   "'S(x)' is not a layout");
+  EXPECT_THROW_MSG(plan.sbp_of("w3"), "no tensor named 'w3'");
+  options.pinned = {{"w3", Sbp::broadcast()}};
+  EXPECT_THROW_MSG(planner::plan(step, options, mlp.names),
+                   "pinned tensor 'w3' is not in the step");
+  options.pinned = {{"w1", NdSbp({Sbp::split(2), Sbp::broadcast()})}};
+  EXPECT_THROW_MSG(planner::plan(step, options, mlp.names), "pinned w1");
+  EXPECT_THROW_MSG(planner::plan(step, PlanOptions{}, mlp.names), "mesh is not set");
+}
+
+TEST(Planner, AutoParallelizeLaysOutTheModulesParameters) {
+  // One process: the layouts are set on a one-rank mesh (the multi-rank
+  // training runs in tests/global, global_worker's "auto" mode).
+  manual_seed(5);
+  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(32, 4)});
+  const Tensor x = randn({64, 16});
+  const Tensor y = randint(0, 4, {64}, DType::i64);
+  auto loss_of = [&](const TensorVector& batch) {
+    return cross_entropy(model->forward(batch[0]), batch[1]);
+  };
+  const Plan plan = auto_parallelize(*model, Placement::cpu(1), loss_of, {x, y});
+  for (const auto& [name, param] : model->named_parameters()) {
+    EXPECT_TRUE(param.is_global()) << name;
+    EXPECT_EQ(param.nd_sbp(), plan.sbp_of(name)) << name;
+  }
+  EXPECT_THROW_MSG(auto_parallelize(*model, Placement::cpu(1), loss_of, {x, y}),
+                   "is already global");
+}
+
+}  // namespace
+}  // namespace tessera::planner

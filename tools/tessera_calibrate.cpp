@@ -1,0 +1,241 @@
+// tessera-calibrate: measures this machine for the planner's cost model
+// (DESIGN §8) and writes a profile (JSON, global::CostModel::from_json).
+//
+//   tessera-calibrate --out profile.json                  one process
+//   tessera-run -n 4 tessera-calibrate --out profile.json  as a job of 4 ranks
+//
+// Every rank measures at once, so ranks that share cores are measured
+// sharing them:
+//   - matmul, convolution and elementwise ops over a range of sizes, each
+//     fitted as seconds = per call + max(FLOPs / rate, bytes / rate);
+//   - all-reduce, all-gather and reduce-scatter of 16 KiB to 16 MiB on
+//     groups of every size that divides the job (consecutive ranks, all
+//     groups at once, as a mesh axis runs them), fitted per group size as
+//     seconds = alpha + link bytes * beta (the ring's bytes on the busiest
+//     link, global::CostModel::link_bytes).
+// Rank 0 writes the profile; it names the job it was measured on.
+
+#include <sys/sysinfo.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tessera/global/cost_model.h"
+#include "tessera/io/atomic_file_writer.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+namespace {
+
+struct Options {
+  std::string out = "profile.json";
+  int repetitions = 7;
+  bool quick = false;  // fewer sizes, for tests
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr,
+               "tessera-calibrate: %s\n"
+               "usage: tessera-calibrate [--out FILE] [--repetitions N] [--quick]\n"
+               "       tessera-run -n RANKS tessera-calibrate [--out FILE]\n",
+               problem.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      options.quick = true;
+    } else if ((arg == "--out" || arg == "--repetitions") && i + 1 < argc) {
+      const std::string value = argv[++i];
+      if (arg == "--out") {
+        options.out = value;
+      } else {
+        char* end = nullptr;
+        const long count = std::strtol(value.c_str(), &end, 10);
+        if (*end != '\0' || count < 1 || count > 1000) {
+          usage("--repetitions needs a count from 1 to 1000, got '" + value + "'");
+        }
+        options.repetitions = static_cast<int>(count);
+      }
+    } else if (arg == "--help" || arg == "-h") {
+      usage("measures this machine for the planner");
+    } else {
+      usage("unknown argument '" + arg + "'");
+    }
+  }
+  return options;
+}
+
+// The median of `repetitions` timed runs of fn (after one untimed run),
+// the slowest rank's.
+template <typename Fn>
+double median_seconds(distributed::Group& group, int repetitions, Fn&& fn) {
+  fn();
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) {
+    group.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  Tensor slowest = Tensor::from_vector(times, {static_cast<int64_t>(times.size())});
+  group.all_reduce(slowest, distributed::ReduceOp::max);
+  std::vector<double> maxima = slowest.to_vector<double>();
+  std::sort(maxima.begin(), maxima.end());
+  return maxima[maxima.size() / 2];
+}
+
+// Least squares of t = a + b * x, weighted by 1 / t^2 (relative error);
+// a and b kept from going below zero.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t) {
+  double sw = 0, sx = 0, st = 0, sxx = 0, sxt = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double w = 1.0 / (t[i] * t[i]);
+    sw += w;
+    sx += w * x[i];
+    st += w * t[i];
+    sxx += w * x[i] * x[i];
+    sxt += w * x[i] * t[i];
+  }
+  const double det = sw * sxx - sx * sx;
+  double b = det > 0 ? (sw * sxt - sx * st) / det : 0;
+  double a = (st - b * sx) / sw;
+  if (b <= 0) {  // no measurable slope: take the largest case's rate
+    b = t.back() / x.back();
+    a = 0;
+  }
+  if (a < 0) {  // through the origin
+    a = 0;
+    b = sxt / sxx;
+  }
+  return {a, b};
+}
+
+global::ComputeModel fit_compute(const std::vector<double>& work, const std::vector<double>& times,
+                                 bool flops, const global::ComputeModel& base) {
+  auto [per_call, seconds_per_unit] = fit_line(work, times);
+  global::ComputeModel rates = base;
+  rates.seconds_per_call = per_call;
+  (flops ? rates.flops_per_second : rates.bytes_per_second) = 1.0 / seconds_per_unit;
+  return rates;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    std::shared_ptr<distributed::Group> world = distributed::init_process_group();
+    const int rank = world->rank();
+    const int ranks = world->size();
+    const int reps = options.repetitions;
+    global::CostModel model;
+
+    // Elementwise: c = a + b reads two arrays and writes one.
+    std::vector<double> bytes, times;
+    for (int64_t n : options.quick ? std::vector<int64_t>{1 << 12, 1 << 18}
+                                   : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 18, 1 << 22}) {
+      Tensor a = randn({n}), b = randn({n});
+      times.push_back(median_seconds(*world, reps, [&] { (void)add(a, b); }));
+      bytes.push_back(3.0 * 4.0 * static_cast<double>(n));
+    }
+    global::ComputeModel elementwise = fit_compute(bytes, times, false, global::ComputeModel{});
+    // Matmul: square and skinny products (a batch of rows against a weight).
+    std::vector<double> flops;
+    times.clear();
+    std::vector<std::array<int64_t, 3>> shapes =
+        options.quick ? std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {256, 256, 256}}
+                      : std::vector<std::array<int64_t, 3>>{{32, 64, 64},      {128, 256, 256},
+                                                            {512, 512, 512},   {64, 1024, 1024},
+                                                            {1024, 784, 1024}, {2048, 1024, 1024}};
+    for (const auto& [m, k, n] : shapes) {
+      Tensor a = randn({m, k}), b = randn({k, n});
+      times.push_back(median_seconds(*world, reps, [&] { (void)matmul(a, b); }));
+      flops.push_back(2.0 * static_cast<double>(m * k * n));
+    }
+    global::ComputeModel gemm = fit_compute(flops, times, true, elementwise);
+    // Convolution: 3x3, same padding.
+    flops.clear();
+    times.clear();
+    for (const auto& [batch, channels, size] :
+         options.quick
+             ? std::vector<std::array<int64_t, 3>>{{4, 8, 16}}
+             : std::vector<std::array<int64_t, 3>>{{8, 16, 28}, {32, 32, 28}, {64, 64, 14}}) {
+      Tensor x = randn({batch, channels, size, size});
+      Tensor w = randn({channels, channels, 3, 3});
+      times.push_back(median_seconds(*world, reps, [&] { (void)conv2d(x, w, {}, 1, 1); }));
+      flops.push_back(2.0 * static_cast<double>(batch * channels * size * size * channels * 9));
+    }
+    global::ComputeModel convolution = fit_compute(flops, times, true, elementwise);
+    // Ops the planner prices by FLOPs alone get the matmul rate's tenth (a
+    // loop, not a tuned kernel); by bytes, elementwise's.
+    global::ComputeModel other = elementwise;
+    other.flops_per_second = gemm.flops_per_second / 10;
+    model.set_compute(other);
+    model.set_compute(OpKind::matmul, gemm);
+    model.set_compute(OpKind::convolution, convolution);
+
+    // Collectives on groups of each size that divides the job.
+    for (int size = 2; size <= ranks; ++size) {
+      if (ranks % size != 0) continue;
+      std::vector<int> members;
+      for (int r = rank / size * size; r < rank / size * size + size; ++r) members.push_back(r);
+      std::shared_ptr<distributed::Group> group = size == ranks ? world : world->split(members);
+      std::vector<double> link, seconds;
+      for (int64_t kib : options.quick ? std::vector<int64_t>{16, 1024}
+                                       : std::vector<int64_t>{16, 256, 1024, 4096, 16384}) {
+        const int64_t count = kib * 1024 / 4;
+        const double payload = static_cast<double>(count) * 4;
+        Tensor input = full({count}, 1.0);
+        std::vector<Tensor> pieces;
+        for (int r = 0; r < size; ++r) pieces.push_back(full({count / size}, 1.0));
+        const double reduce = median_seconds(*world, reps, [&] {
+          Tensor buffer = input.clone();
+          group->all_reduce(buffer);
+        });
+        const double gather =
+            median_seconds(*world, reps, [&] { (void)group->all_gather(pieces[0]); });
+        const double scatter =
+            median_seconds(*world, reps, [&] { (void)group->reduce_scatter(pieces); });
+        using global::Collective;
+        link.push_back(global::CostModel::link_bytes(Collective::all_reduce, payload, size));
+        seconds.push_back(reduce);
+        link.push_back(global::CostModel::link_bytes(Collective::all_gather, payload / size, size));
+        seconds.push_back(gather);
+        link.push_back(global::CostModel::link_bytes(Collective::reduce_scatter, payload, size));
+        seconds.push_back(scatter);
+      }
+      auto [alpha, beta] = fit_line(link, seconds);
+      model.set_link(size, global::LinkModel{alpha, beta});
+    }
+
+    struct sysinfo info {};
+    if (sysinfo(&info) == 0) {
+      model.memory_bytes = static_cast<double>(info.totalram) * info.mem_unit / ranks;
+    }
+    model.set_ranks_per_node(ranks);
+    model.name = "this machine, " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+    model.sources = "measured by tessera-calibrate";
+    if (rank == 0) {
+      const std::string text = model.to_json();
+      io::AtomicFileWriter file(options.out, "tessera-calibrate");
+      file.write(text.data(), text.size());
+      file.commit();
+      std::printf("tessera-calibrate: wrote %s\n%s", options.out.c_str(), text.c_str());
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "tessera-calibrate: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
