@@ -2,7 +2,7 @@
 // profile and a mesh, without running anything (DESIGN §8): the layout of
 // every tensor, and the predicted step time, MFU and memory per rank.
 //
-//   tessera-plan --profile profiles/h100_sxm_ib400.json --mesh 128x8
+//   tessera-plan --profile profiles/dgx_h100.json --mesh 128x8
 //                --layers 32 --d-model 4096 --heads 32 --vocab 50257
 //                --sequence 2048 --batch 1024 --dtype bf16 --optimizer-states 6
 //   (one command line)
@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
       }
     }
     if (mesh.empty()) usage("--mesh is required");
+    // A plan must fit the device the profile describes, unless told otherwise.
+    if (options.memory_budget == 0) options.memory_budget = options.model.memory_bytes;
     options.mesh = Placement::cpu_mesh(mesh);
     nn::Module::NamedTensors names;
     const graph::Graph step = planner::trace_gpt_step(spec, names);

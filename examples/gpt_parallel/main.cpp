@@ -11,11 +11,20 @@
 // output projection stays whole while the feed-forward pair, the token
 // embedding and the head are split Megatron-style. Rank 0 prints the layout
 // of every parameter, then the loss as it trains.
+//
+// With --auto the planner chooses every layout instead (planner/
+// auto_parallel.h): it traces one step, plans it for the [dp, tp] mesh
+// (under --memory-budget-mib per rank, if given; a --profile from
+// tessera-calibrate prices it for this machine), prints its explanation
+// and trains on its layouts:
+//
+//   ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --auto
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "examples/models/gpt.h"
+#include "tessera/planner/auto_parallel.h"
 #include "tessera/tessera.h"
 #include "tessera/utils/flags.h"
 #include "tessera/utils/progress.h"
@@ -36,6 +45,9 @@ struct Options {
   double lr = 1e-3;
   std::string save;
   uint64_t seed = 0;
+  bool auto_parallel = false;
+  double memory_budget_mib = 0;
+  std::string profile;
 };
 
 Options parse(int argc, char** argv) {
@@ -53,6 +65,12 @@ Options parse(int argc, char** argv) {
   flags.add("--lr", options.lr, "peak AdamW learning rate");
   flags.add("--save", options.save, "save a sharded checkpoint into this folder at the end");
   flags.add("--seed", options.seed, "seed for initialisation and shuffling");
+  flags.add_switch("--auto", options.auto_parallel,
+                   "let the planner choose every layout (and print why)");
+  flags.add("--memory-budget-mib", options.memory_budget_mib,
+            "with --auto: memory per rank the plan may use (0: no limit)");
+  flags.add("--profile", options.profile,
+            "with --auto: a cost profile (tessera-calibrate's) to plan with");
   flags.parse(argc, argv);
   if (options.steps < 1 || options.batch_size < 1 || options.context < 2 || options.tp < 1 ||
       options.dp < 0)
@@ -95,11 +113,30 @@ int train(const Options& options) {
                            .layers = options.layers};
   auto model = std::make_shared<models::GPT>(config);
   const Placement mesh = Placement::cpu_mesh({dp, options.tp});
-  global::parallelize(*model, mesh,
-                      options.tp > 1 ? tensor_parallel_plan(options.layers)
-                                     : std::map<std::string, global::TpStyle>{},
-                      /*tp_axis=*/1);
-  const NdSbp batch_layout = global::batch_sbp(2, /*dp_axis=*/0);
+  nn::CrossEntropyLoss loss_fn;
+  NdSbp batch_layout = global::batch_sbp(2, /*dp_axis=*/0);
+  NdSbp target_layout = batch_layout;
+  if (options.auto_parallel) {
+    planner::PlanOptions plan_options;
+    plan_options.memory_budget = options.memory_budget_mib * 1024 * 1024;
+    if (!options.profile.empty()) {
+      plan_options.model = global::CostModel::from_file(options.profile);
+    }
+    const data::Example sample = *loader.begin();
+    auto loss_of = [&](const TensorVector& batch) {
+      return loss_fn(model->forward(batch[0]).flatten(0, 1), batch[1].flatten());
+    };
+    const planner::Plan plan = planner::auto_parallelize(
+        *model, mesh, loss_of, {sample.data, sample.target}, plan_options);
+    batch_layout = plan.sbp_of("input 0");
+    target_layout = plan.sbp_of("input 1");
+    if (leader) std::printf("%s", plan.explain().c_str());
+  } else {
+    global::parallelize(*model, mesh,
+                        options.tp > 1 ? tensor_parallel_plan(options.layers)
+                                       : std::map<std::string, global::TpStyle>{},
+                        /*tp_axis=*/1);
+  }
   if (leader) {
     std::printf("mesh [dp=%lld, tp=%lld] over %lld processes; batch %s\n",
                 static_cast<long long>(dp), static_cast<long long>(options.tp),
@@ -110,7 +147,6 @@ int train(const Options& options) {
   optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 0.1});
   optim::LinearWarmupCosine schedule(optimizer, std::min<int64_t>(100, options.steps / 10),
                                      options.steps, options.lr / 10);
-  nn::CrossEntropyLoss loss_fn;
   const NdSbp broadcast = NdSbp::broadcast(2);
   utils::ProgressBar progress("training", options.steps, leader);
   int64_t step = 0;
@@ -119,7 +155,7 @@ int train(const Options& options) {
     loader.set_epoch(epoch);
     for (const data::Example& batch : loader) {
       Tensor inputs = batch.data.to_global(mesh, broadcast).to_global(mesh, batch_layout);
-      Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, batch_layout);
+      Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, target_layout);
       optimizer.zero_grad();
       Tensor logits = model->forward(inputs);
       Tensor loss = loss_fn(logits.flatten(0, 1), targets.flatten());

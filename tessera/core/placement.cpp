@@ -1,5 +1,6 @@
 #include "tessera/core/placement.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,8 +115,16 @@ int Placement::index_at(const std::vector<int64_t>& coord) const {
 std::string placement_str(const Placement& placement) {
   if (!placement.defined()) return "local";
   std::string text = placement.device_type() == DeviceType::cpu ? "cpu:[" : "cuda:[";
-  for (size_t i = 0; i < placement.ranks().size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(placement.ranks()[i]);
+  const std::vector<int>& ranks = placement.ranks();
+  // A long run of consecutive ranks reads as its ends.
+  const bool consecutive = ranks.size() > 8 &&
+                           ranks.back() - ranks.front() == static_cast<int>(ranks.size()) - 1 &&
+                           std::is_sorted(ranks.begin(), ranks.end());
+  if (consecutive) {
+    text += std::to_string(ranks.front()) + ", " + std::to_string(ranks[1]) + ", ..., " +
+            std::to_string(ranks.back());
+  } else {
+    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
   }
   text += "]";
   if (placement.ndim() > 1) text += " as " + shape_str(placement.mesh());
