@@ -21,6 +21,7 @@
 //   ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --auto
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "examples/models/gpt.h"
@@ -116,6 +117,7 @@ int train(const Options& options) {
   nn::CrossEntropyLoss loss_fn;
   NdSbp batch_layout = global::batch_sbp(2, /*dp_axis=*/0);
   NdSbp target_layout = batch_layout;
+  planner::Plan plan;
   if (options.auto_parallel) {
     planner::PlanOptions plan_options;
     plan_options.memory_budget = options.memory_budget_mib * 1024 * 1024;
@@ -126,8 +128,8 @@ int train(const Options& options) {
     auto loss_of = [&](const TensorVector& batch) {
       return loss_fn(model->forward(batch[0]).flatten(0, 1), batch[1].flatten());
     };
-    const planner::Plan plan = planner::auto_parallelize(
-        *model, mesh, loss_of, {sample.data, sample.target}, plan_options);
+    plan = planner::auto_parallelize(*model, mesh, loss_of, {sample.data, sample.target},
+                                     plan_options);
     batch_layout = plan.sbp_of("input 0");
     target_layout = plan.sbp_of("input 1");
     if (leader) std::printf("%s", plan.explain().c_str());
@@ -157,9 +159,15 @@ int train(const Options& options) {
       Tensor inputs = batch.data.to_global(mesh, broadcast).to_global(mesh, batch_layout);
       Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, target_layout);
       optimizer.zero_grad();
-      Tensor logits = model->forward(inputs);
-      Tensor loss = loss_fn(logits.flatten(0, 1), targets.flatten());
-      loss.backward();
+      Tensor loss;
+      {
+        // With --auto, each op call takes the plan's signature.
+        std::optional<global::LayoutScript> follow;
+        if (options.auto_parallel) follow.emplace(plan.signatures());
+        Tensor logits = model->forward(inputs);
+        loss = loss_fn(logits.flatten(0, 1), targets.flatten());
+        loss.backward();
+      }
       optim::clip_grad_norm_(model->parameters(), 1.0);
       optimizer.step();
       schedule.step();

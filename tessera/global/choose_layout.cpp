@@ -150,9 +150,64 @@ bool keeps_written_layouts(const OpDef& op, const MetaVector& metas, const Candi
 }
 
 LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
-                      const CostModel& model);
+                      const CostModel& model, const ScriptedSignature* scripted = nullptr);
+
+thread_local LayoutScript* active_script = nullptr;
+
+// How many scripted calls a call may skip to find its op: eager issues a
+// few calls a trace of the step does not (and the other way round).
+constexpr size_t kScriptLookahead = 32;
 
 }  // namespace
+
+LayoutScript::LayoutScript(std::vector<ScriptedSignature> steps)
+    : steps_(std::move(steps)), done_(steps_.size(), false) {
+  TESSERA_CHECK(active_script == nullptr,
+                "[LayoutScript] a script is already active on this "
+                "thread; scripts do not nest");
+  active_script = this;
+}
+
+LayoutScript::~LayoutScript() {
+  active_script = nullptr;
+}
+
+int LayoutScript::missed() const {
+  return static_cast<int>(steps_.size()) - followed_;
+}
+
+void LayoutScript::taken(bool yes) {
+  if (!yes) return;
+  ++followed_;
+  done_[cursor_ - 1] = true;
+}
+
+std::string LayoutScript::missed_str() const {
+  std::string text;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    if (done_[k]) continue;
+    text += str_cat("#", k, " ", steps_[k].op ? steps_[k].op->name : "?", ": ",
+                    sbps_str(steps_[k].inputs), " -> ", sbps_str(steps_[k].outputs), "\n");
+  }
+  return text;
+}
+
+const ScriptedSignature* LayoutScript::next(const OpDef& op, const MetaVector& inputs) {
+  auto same_call = [&](const ScriptedSignature& step) {
+    if (step.op != &op || step.shapes.size() != inputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (step.shapes[i] != inputs[i].shape) return false;
+    }
+    return true;
+  };
+  for (size_t k = cursor_; k < steps_.size() && k < cursor_ + kScriptLookahead; ++k) {
+    if (same_call(steps_[k])) {
+      cursor_ = k + 1;
+      return &steps_[k];
+    }
+  }
+  return nullptr;
+}
 
 std::string layouts_str(const MetaVector& inputs) {
   std::string text;
@@ -251,6 +306,14 @@ std::vector<LayoutOption> layout_options(const OpDef& op, const MetaVector& inpu
 
 LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                              const CostModel& model) {
+  if (active_script != nullptr) {
+    if (const ScriptedSignature* scripted = active_script->next(op, inputs)) {
+      LayoutDecision decision = decide(op, inputs, attrs, model, scripted);
+      active_script->taken(decision.input_sbps == scripted->inputs &&
+                           decision.output_sbps == scripted->outputs);
+      return decision;
+    }
+  }
   // Only the default model is fixed for the process; another may change.
   if (&model != &default_cost_model()) return decide(op, inputs, attrs, model);
   thread_local std::unordered_map<DecisionKey, LayoutDecision, DecisionKeyHash> remembered;
@@ -266,7 +329,7 @@ LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const At
 namespace {
 
 LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
-                      const CostModel& model) {
+                      const CostModel& model, const ScriptedSignature* scripted) {
   LayoutDecision decision;
   decision.op = &op;
   for (const TensorMeta& input : inputs) {
@@ -315,6 +378,13 @@ LayoutDecision decide(const OpDef& op, const MetaVector& inputs, const Attrs& at
                      return a.choice < b.choice;
                    });
 
+  // A scripted signature that holds goes first.
+  if (scripted != nullptr) {
+    auto match = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+      return c.input_sbps == scripted->inputs && c.output_sbps == scripted->outputs;
+    });
+    if (match != candidates.end()) std::rotate(candidates.begin(), match, match + 1);
+  }
   // The best, and the next one.
   const Candidate* chosen = nullptr;
   for (const Candidate& c : candidates) {

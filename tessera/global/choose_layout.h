@@ -83,4 +83,45 @@ std::string layouts_str(const MetaVector& inputs);
 LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                              const CostModel& model = default_cost_model());
 
+// The signature a plan chose for one op call.
+struct ScriptedSignature {
+  const OpDef* op = nullptr;
+  std::vector<NdSbp> inputs;
+  std::vector<NdSbp> outputs;
+  std::vector<Shape> shapes;  // the inputs' logical shapes, to recognise the call
+};
+
+// Makes choose_layout follow a plan (the planner's, for a traced step:
+// planner::Plan::script()) on this thread while it lives: each op call
+// that is the script's next one (the same op on inputs of the same
+// shapes; or one of the few after it, when eager issues calls the trace did
+// not see, such as a loss's backward made of other ops) takes the scripted
+// signature if that signature holds for the call's inputs; every other
+// call chooses as usual. Scripts do not nest.
+class LayoutScript {
+ public:
+  explicit LayoutScript(std::vector<ScriptedSignature> steps);
+  ~LayoutScript();
+  LayoutScript(const LayoutScript&) = delete;
+  LayoutScript& operator=(const LayoutScript&) = delete;
+
+  // Calls that took their scripted signature, and scripted calls that did
+  // not (their signature did not hold, or no call matched them).
+  int followed() const { return followed_; }
+  int missed() const;
+  // The scripted calls missed so far, one per line ("#5 matmul: (S(0), B) -> (S(0))").
+  std::string missed_str() const;
+
+  // For choose_layout: the scripted signature for a call of `op` on
+  // `inputs`, if any (advancing past it), and whether it was taken.
+  const ScriptedSignature* next(const OpDef& op, const MetaVector& inputs);
+  void taken(bool yes);
+
+ private:
+  std::vector<ScriptedSignature> steps_;
+  std::vector<bool> done_;
+  size_t cursor_ = 0;
+  int followed_ = 0;
+};
+
 }  // namespace tessera::global

@@ -136,7 +136,11 @@ class Problem {
       const global::LayoutOption& option = node.options[static_cast<size_t>(choice[id])];
       OpChoice op;
       op.node = node.node;
-      op.op = graph_.nodes()[static_cast<size_t>(node.node)].op->name;
+      op.def = graph_.nodes()[static_cast<size_t>(node.node)].op;
+      for (int value : graph_.nodes()[static_cast<size_t>(node.node)].inputs) {
+        op.shapes.push_back(graph_.value(value).meta.shape);
+      }
+      op.op = op.def->name;
       op.inputs = option.input_sbps;
       op.outputs = option.output_sbps;
       op.compute_seconds = option.compute_seconds;
@@ -776,6 +780,15 @@ std::string Plan::dot() const {
     text += str_cat("    \"", name, "\" [fillcolor=\"", palette[index], "\"];\n");
   }
   return text + "  }\n}\n";
+}
+
+std::vector<global::ScriptedSignature> Plan::signatures() const {
+  std::vector<global::ScriptedSignature> steps;
+  // A factory (no inputs) takes the layout its caller gives it.
+  for (const OpChoice& op : ops) {
+    if (!op.inputs.empty()) steps.push_back({op.def, op.inputs, op.outputs, op.shapes});
+  }
+  return steps;
 }
 
 std::string Plan::to_json() const {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/global/choose_layout.h"
 #include "tessera/global/cost_model.h"
 #include "tessera/graph/ir.h"
 #include "tessera/nn/module.h"
@@ -65,6 +66,8 @@ struct TensorChoice {
 struct OpChoice {
   int node = -1;
   std::string op;
+  const OpDef* def = nullptr;
+  std::vector<Shape> shapes;  // its inputs' logical shapes
   std::vector<NdSbp> inputs;
   std::vector<NdSbp> outputs;
   double compute_seconds = 0;  // on the largest shards
@@ -111,6 +114,12 @@ class Plan {
   // The tensors' layouts as JSON ({"mesh": [...], "tensors": {name: ["S(0)", "B"]}}),
   // to save, edit and pass back as PlanOptions::pinned.
   std::string to_json() const;
+  // Makes eager global dispatch on this thread take the plan's signature
+  // for each op call of the step while the script lives (otherwise each
+  // call chooses greedily from its inputs' layouts):
+  //   { global::LayoutScript follow = plan.script(); loss = ...; loss.backward(); }
+  std::vector<global::ScriptedSignature> signatures() const;
+  global::LayoutScript script() const { return global::LayoutScript(signatures()); }
 
   // For dot(): each op node's inputs as (value producer node or -1, tensor index).
   std::vector<std::vector<std::pair<int, int>>> op_inputs;

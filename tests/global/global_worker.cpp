@@ -610,9 +610,11 @@ std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, Make
   if (budget_fraction > 0) {
     planner::PlanOptions data_parallel = options;
     data_parallel.mesh = mesh;
-    data_parallel.pinned = {{"input 0", Sbp::split(0)}, {"input 1", Sbp::split(0)}};
+    // Data parallel over the whole mesh: the batch split on every axis.
+    const NdSbp rows(std::vector<Sbp>(static_cast<size_t>(mesh.ndim()), Sbp::split(0)));
+    data_parallel.pinned = {{"input 0", rows}, {"input 1", rows}};
     for (const auto& [name, param] : model->named_parameters()) {
-      data_parallel.pinned.emplace(name, Sbp::broadcast());
+      data_parallel.pinned.emplace(name, NdSbp::broadcast(mesh.ndim()));
     }
     const nn::Module::NamedTensors names = model->named_parameters();
     const double peak =
@@ -641,9 +643,23 @@ std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, Make
   std::vector<double> losses;
   for (int s = 0; s < steps; ++s) {
     auto [inputs, targets] = make_batch(s);
-    Tensor loss = loss_of({laid_out(inputs, "input 0"), laid_out(targets, "input 1")});
     optimizer->zero_grad();
-    loss.backward();
+    Tensor loss;
+    {
+      // Every op call takes the plan's signature, as the prediction assumed.
+      global::LayoutScript follow = plan.script();
+      loss = loss_of({laid_out(inputs, "input 0"), laid_out(targets, "input 1")});
+      loss.backward();
+      // Eager issues some calls differently from the local trace (on
+      // global tensors, a layer norm's backward is made of other ops); the
+      // rest follow the plan.
+      CHECK_WORKER(follow.followed() >= 3 * follow.missed(), "the step followed ",
+                   follow.followed(), " of the plan's signatures; missed:\n", follow.missed_str());
+      if (s == 0 && g_rank == 0) {
+        std::printf("followed %d of the plan's %d signatures\n", follow.followed(),
+                    follow.followed() + follow.missed());
+      }
+    }
     optim::clip_grad_norm_(model->parameters(), 1.0);
     optimizer->step();
     losses.push_back(value_of(loss));
