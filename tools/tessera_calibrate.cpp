@@ -12,7 +12,10 @@
 //     groups of every size that divides the job (consecutive ranks, all
 //     groups at once, as a mesh axis runs them), fitted per group size as
 //     seconds = alpha + link bytes * beta (the ring's bytes on the busiest
-//     link, global::CostModel::link_bytes).
+//     link, global::CostModel::link_bytes);
+//   - what an op call costs on global tensors beyond the local op, and the
+//     fixed cost of boxing a small tensor (the floors of per-call cost and
+//     alpha: a planned step is made of such calls and boxings).
 // Rank 0 writes the profile; it names the job it was measured on.
 
 #include <sys/sysinfo.h>
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/global/cost_model.h"
@@ -95,12 +99,15 @@ double median_seconds(distributed::Group& group, int repetitions, Fn&& fn) {
   return maxima[maxima.size() / 2];
 }
 
-// Least squares of t = a + b * x, weighted by 1 / t^2 (relative error);
-// a and b kept from going below zero.
-std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t) {
+// Least squares of t = a + b * x, weighted by 1 / t^2 (relative error,
+// for ops: small and large calls alike) or by 1 / t (collectives: large
+// messages, which a step waits for, count more, without drowning the
+// small ones); a and b kept from going below zero.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t,
+                                   bool relative = true) {
   double sw = 0, sx = 0, st = 0, sxx = 0, sxt = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    const double w = 1.0 / (t[i] * t[i]);
+    const double w = relative ? 1.0 / (t[i] * t[i]) : 1.0 / t[i];
     sw += w;
     sx += w * x[i];
     st += w * t[i];
@@ -177,6 +184,26 @@ int main(int argc, char** argv) {
       flops.push_back(2.0 * static_cast<double>(batch * channels * size * size * channels * 9));
     }
     global::ComputeModel convolution = fit_compute(flops, times, true, elementwise);
+    // What a call costs on global tensors beyond the local op (the layout
+    // decision, wrapping the shards): a planned step is made of such calls.
+    const Placement mesh = Placement::cpu(ranks);
+    const NdSbp broadcast(Sbp::broadcast());
+    Tensor small_a = randn({16}).to_global(mesh, broadcast);
+    Tensor small_b = randn({16}).to_global(mesh, broadcast);
+    const double global_call =
+        median_seconds(*world, 3 * reps, [&] { (void)add(small_a, small_b); });
+    for (global::ComputeModel* rates : {&elementwise, &gemm, &convolution}) {
+      rates->seconds_per_call = std::max(rates->seconds_per_call, global_call);
+    }
+    // The fixed cost of boxing a small tensor (all-gather of S(0) to B),
+    // dispatch and plan included: the alpha a plan's boxing pays.
+    Tensor split = randn({16 * static_cast<int64_t>(ranks)})
+                       .to_global(mesh, broadcast)
+                       .to_global(mesh, NdSbp(Sbp::split(0)));
+    const double small_boxing =
+        ranks > 1
+            ? median_seconds(*world, 3 * reps, [&] { (void)split.to_global(mesh, broadcast); })
+            : 0.0;
     // Ops the planner prices by FLOPs alone get the matmul rate's tenth (a
     // loop, not a tuned kernel); by bytes, elementwise's.
     global::ComputeModel other = elementwise;
@@ -215,8 +242,8 @@ int main(int argc, char** argv) {
         link.push_back(global::CostModel::link_bytes(Collective::reduce_scatter, payload, size));
         seconds.push_back(scatter);
       }
-      auto [alpha, beta] = fit_line(link, seconds);
-      model.set_link(size, global::LinkModel{alpha, beta});
+      auto [alpha, beta] = fit_line(link, seconds, /*relative=*/false);
+      model.set_link(size, global::LinkModel{std::max(alpha, small_boxing), beta});
     }
 
     struct sysinfo info {};
@@ -224,6 +251,10 @@ int main(int argc, char** argv) {
       model.memory_bytes = static_cast<double>(info.totalram) * info.mem_unit / ranks;
     }
     model.set_ranks_per_node(ranks);
+    // Ranks that share the cores have none to spare for a collective running
+    // beside the backward pass: its time adds to the step.
+    model.overlaps_communication =
+        ranks < static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     model.name = "this machine, " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
     model.sources = "measured by tessera-calibrate";
     if (rank == 0) {

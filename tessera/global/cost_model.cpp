@@ -174,6 +174,11 @@ CostModel CostModel::from_json(const std::string& text) {
   if (root.contains("peak_flops_per_second")) {
     model.peak_flops_per_second = positive(root, "peak_flops_per_second", "the profile");
   }
+  if (root.contains("overlaps_communication")) {
+    TESSERA_CHECK(root["overlaps_communication"].is_boolean(),
+                  "[cost_model] 'overlaps_communication' must be true or false");
+    model.overlaps_communication = root["overlaps_communication"].get<bool>();
+  }
   for (const char* field : {"name", "sources"}) {
     if (!root.contains(field)) continue;
     TESSERA_CHECK(root[field].is_string(), "[cost_model] '", field, "' must be a string");
@@ -200,6 +205,7 @@ std::string CostModel::to_json() const {
   if (memory_bytes > 0) root["memory_bytes"] = memory_bytes;
   if (peak_flops_per_second > 0) root["peak_flops_per_second"] = peak_flops_per_second;
   if (ranks_per_node_ > 0) root["ranks_per_node"] = ranks_per_node_;
+  root["overlaps_communication"] = overlaps_communication;
   root["links"] = links_json(links_);
   if (!inter_links_.empty()) root["inter_node_links"] = links_json(inter_links_);
   auto rates_json = [](const ComputeModel& rates) {

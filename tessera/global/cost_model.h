@@ -61,6 +61,9 @@ class CostModel {
   double memory_bytes = 0;
   // The device's datasheet peak, FLOP/s, for MFU (0: not known).
   double peak_flops_per_second = 0;
+  // Whether collectives overlap the compute beside them (false where the
+  // ranks share every core with the compute).
+  bool overlaps_communication = true;
   // What the profile describes, and where its figures come from.
   std::string name;
   std::string sources;
@@ -82,7 +85,7 @@ class CostModel {
 
   // A profile:
   //   {"name": "...", "sources": "...", "memory_bytes": 8e10, "peak_flops_per_second": 9.89e14,
-  //    "ranks_per_node": 8,
+  //    "ranks_per_node": 8, "overlaps_communication": true,
   //    "links": [{"group_size": 2, "alpha_seconds": 4e-05, "seconds_per_byte": 9e-10}, ...],
   //    "inter_node_links": [...the same, for groups that cross nodes...],
   //    "compute": {"flops_per_second": ..., "bytes_per_second": ..., "seconds_per_call": ...},

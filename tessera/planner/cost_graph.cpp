@@ -150,11 +150,12 @@ class Reducer {
   // Chooses strategies for the nodes left (`choice` holds them on entry:
   // a start for local search), then undoes the eliminations. Returns
   // whether the choice of those left is proven optimal.
-  bool finish(std::vector<int>& choice, int64_t exact_limit) {
+  bool finish(std::vector<int>& choice, int64_t exact_limit,
+              const std::vector<std::vector<int>>& starts) {
     const std::vector<int> kernel = left();
     bool exact = true;
     if (!kernel.empty()) {
-      local_search(kernel, choice);
+      local_search(kernel, choice, starts);
       exact = branch_and_bound(kernel, choice, exact_limit);
     }
     for (auto record = records_.rbegin(); record != records_.rend(); ++record) {
@@ -284,17 +285,24 @@ class Reducer {
   // Moves one node at a time to its best strategy given the others, from
   // several starts (each node's cheapest strategy; then random ones), until
   // no move helps. Leaves the best found in `choice`.
-  void local_search(const std::vector<int>& kernel, std::vector<int>& choice) const {
+  void local_search(const std::vector<int>& kernel, std::vector<int>& choice,
+                    const std::vector<std::vector<int>>& starts) const {
     std::mt19937_64 random(12345);
     std::vector<int> best_choice;
     double best = std::numeric_limits<double>::infinity();
-    for (int start = 0; start < 8; ++start) {
+    const int given = static_cast<int>(starts.size());
+    for (int start = 0; start < 8 + given; ++start) {
       std::vector<int> current = choice;
       for (int v : kernel) {
         const std::vector<double>& c = cost_[static_cast<size_t>(v)];
-        current[static_cast<size_t>(v)] =
-            start == 0 ? static_cast<int>(std::min_element(c.begin(), c.end()) - c.begin())
-                       : static_cast<int>(random() % c.size());
+        int& at = current[static_cast<size_t>(v)];
+        if (start < given) {
+          at = starts[static_cast<size_t>(start)].at(static_cast<size_t>(v));
+        } else if (start == given) {
+          at = static_cast<int>(std::min_element(c.begin(), c.end()) - c.begin());
+        } else {
+          at = static_cast<int>(random() % c.size());
+        }
       }
       for (int pass = 0; pass < 100; ++pass) {
         bool moved = false;
@@ -414,7 +422,18 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
   Solution solution;
   solution.remaining = static_cast<int>(reducer.left().size());
   solution.choice.assign(graph.nodes().size(), 0);
-  solution.exact = reducer.finish(solution.choice, options.exact_limit);
+  for (const std::vector<int>& start : options.starts) {
+    TESSERA_CHECK(start.size() == graph.nodes().size(),
+                  "[planner] a start needs a strategy per node: ", graph.nodes().size(), " nodes, ",
+                  start.size(), " strategies");
+    for (size_t v = 0; v < start.size(); ++v) {
+      TESSERA_CHECK(
+          start[v] >= 0 && static_cast<size_t>(start[v]) < graph.strategies(static_cast<int>(v)),
+          "[planner] a start gives node ", v, " strategy ", start[v], " of ",
+          graph.strategies(static_cast<int>(v)));
+    }
+  }
+  solution.exact = reducer.finish(solution.choice, options.exact_limit, options.starts);
   solution.cost = graph.cost(solution.choice, options.memory_weight);
   return solution;
 }

@@ -63,6 +63,9 @@ struct SearchOptions {
   // Branch-and-bound steps over what elimination leaves before the search
   // settles for local search's best.
   int64_t exact_limit = 2'000'000;
+  // Assignments (a strategy per node) local search also starts from, such
+  // as a hand plan's: the answer is never worse than the best of them.
+  std::vector<std::vector<int>> starts;
 };
 
 struct Solution {

@@ -219,7 +219,7 @@ class Problem {
         if (gradient.node != op.node) continue;
         const double seconds = gradient_seconds(gradient, choice);
         gradients += seconds;
-        if (options_.overlap_gradients) {
+        if (options_.overlap_gradients && options_.model.overlaps_communication) {
           stream_free = std::max(stream_free, now) + seconds;
         } else {
           now += seconds;
@@ -242,6 +242,35 @@ class Problem {
     p.activation_bytes = peak;
     p.peak_bytes = p.state_bytes + peak;
     return p;
+  }
+
+  // Data parallelism's layouts for the tensors the step does not compute:
+  // every input split by rows on every mesh axis (where it has enough),
+  // every variable broadcast.
+  std::map<std::string, NdSbp> data_parallel_pins() const {
+    std::map<std::string, NdSbp> pins;
+    for (const Source& source : sources_) {
+      const Shape& shape = graph_.value(source.value).meta.shape;
+      const bool rows = source.is_input && !shape.empty() && shape[0] >= mesh_.size();
+      pins[source.name] =
+          rows ? NdSbp(std::vector<Sbp>(static_cast<size_t>(mesh_.ndim()), Sbp::split(0)))
+               : NdSbp::broadcast(mesh_.ndim());
+    }
+    return pins;
+  }
+
+  // `choice` of `pinned` (this step with some sources pinned) as a choice
+  // of this problem: op nodes have the same options; a pinned source takes
+  // the index of its layout here.
+  std::vector<int> choice_from(const Problem& pinned, const std::vector<int>& choice) const {
+    std::vector<int> mine = choice;
+    for (size_t k = 0; k < sources_.size(); ++k) {
+      const NdSbp& sbp = pinned.sources_[k].layouts[static_cast<size_t>(choice[k])];
+      const std::vector<NdSbp>& here = sources_[k].layouts;
+      mine[k] = static_cast<int>(std::find(here.begin(), here.end(), sbp) - here.begin());
+      if (mine[k] == static_cast<int>(here.size())) return {};  // not one of ours
+    }
+    return mine;
   }
 
   std::string tensor_names() const {
@@ -639,9 +668,19 @@ Plan plan(const graph::Graph& graph, const PlanOptions& options,
                 "[planner] memory_budget must be bytes per rank (0: no limit), got ",
                 options.memory_budget);
   Problem problem(graph, options, names);
+  // Data parallelism (what is not pinned) is one start of the search, so
+  // the plan is never predicted slower than it.
+  std::vector<int> data_parallel;
+  if (options.mesh.size() > 1) {
+    PlanOptions pinned = options;
+    for (const auto& [name, sbp] : problem.data_parallel_pins()) pinned.pinned.emplace(name, sbp);
+    const Problem start(graph, pinned, names);
+    data_parallel = problem.choice_from(start, solve(start.cost_graph(), options.search).choice);
+  }
   auto search = [&](double weight) {
     SearchOptions search = options.search;
     search.memory_weight = weight;
+    if (!data_parallel.empty()) search.starts.push_back(data_parallel);
     return solve(problem.cost_graph(), search);
   };
   Solution solution = search(0);

@@ -44,7 +44,8 @@ struct PlanOptions {
   // (Adam and AdamW: 2, SGD with momentum: 1, plain SGD: 0).
   double optimizer_states = 2;
   // Whether gradient traffic overlaps the backward compute after it (the
-  // gradient buckets reduce on a communication thread).
+  // gradient buckets reduce on a communication thread), where the model
+  // says collectives overlap compute at all (CostModel::overlaps_communication).
   bool overlap_gradients = true;
   // Layouts fixed in advance, by tensor name (a parameter's qualified name,
   // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
