@@ -60,5 +60,14 @@ TEST(DocsTest, GraphModeGuideMatchesTheExamples) {
     EXPECT_NE(sources.find(block), std::string::npos) << "not in the examples:\n" << block;
 }
 
+TEST(DocsTest, AutoParallelGuideMatchesTheExample) {
+  const std::string page = read_source("docs/auto_parallel.md");
+  const std::string source = read_source("examples/gpt_parallel/main.cpp");
+  const std::vector<std::string> blocks = cpp_blocks(page);
+  EXPECT_GE(blocks.size(), 2u);
+  for (const std::string& block : blocks)
+    EXPECT_NE(source.find(block), std::string::npos) << "not in the example:\n" << block;
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -8,6 +8,7 @@
 
 #include "tessera/graph/trace.h"
 #include "tessera/planner/auto_parallel.h"
+#include "tessera/planner/described_models.h"
 #include "tessera/planner/planner.h"
 #include "testing.h"
 
@@ -268,5 +269,99 @@ TEST(Planner, AutoParallelizeLaysOutTheModulesParameters) {
                    "is already global");
 }
 
+TEST(PlannerCostModel, ProfilesRoundTripAndRejectBadFields) {
+  global::CostModel model;
+  model.name = "test";
+  model.sources = "made up";
+  model.memory_bytes = 1e9;
+  model.peak_flops_per_second = 2e12;
+  model.overlaps_communication = false;
+  model.set_ranks_per_node(4);
+  model.set_compute({1e11, 1e10, 2e-6});
+  model.set_compute(OpKind::matmul, {5e11, 1e10, 3e-6});
+  model.set_link(2, {1e-5, 1e-10});
+  model.set_inter_node_link(2, {3e-5, 1e-9});
+  const global::CostModel back = global::CostModel::from_json(model.to_json());
+  EXPECT_EQ(back.to_json(), model.to_json());
+  EXPECT_EQ(back.compute(OpKind::matmul).flops_per_second, 5e11);
+  EXPECT_EQ(back.compute(OpKind::elementwise).flops_per_second, 1e11);
+  // A group of 2 within a node of 4 uses the node's link; one that spans
+  // 6 ranks (a mesh axis striding over nodes) the inter-node link.
+  EXPECT_EQ(back.link(2, 2).alpha_seconds, 1e-5);
+  EXPECT_EQ(back.link(2, 6).alpha_seconds, 3e-5);
+  // Per call, and nothing for a view (no work).
+  EXPECT_DOUBLE_EQ(back.compute_seconds(OpCost{5e11, 0}, OpKind::matmul), 1 + 3e-6);
+  EXPECT_EQ(back.compute_seconds(OpCost{0, 0}, OpKind::view), 0);
+
+  EXPECT_THROW_MSG(global::CostModel::from_json("[1]"), "not a JSON object");
+  EXPECT_THROW_MSG(global::CostModel::from_json(R"({"compute": {"flops_per_second": -1,
+      "bytes_per_second": 1}})"),
+                   "must be finite and not negative, got -1");
+  EXPECT_THROW_MSG(global::CostModel::from_json(R"({"compute_by_kind": {"gemm": {}}})"),
+                   "'gemm', which is not an op kind");
+  EXPECT_THROW_MSG(global::CostModel::from_json(R"({"links": [{"group_size": 1.5}]})"),
+                   "group_size must be an integer >= 2");
+  EXPECT_THROW_MSG(global::CostModel::from_json(R"({"overlaps_communication": 1})"),
+                   "must be true or false");
+}
+
+TEST(PlannerCostModel, DeclaredProfilesLoadAndNameTheirSources) {
+  for (const char* name : {"dgx_h100.json", "dgx_a100.json"}) {
+    const global::CostModel model =
+        global::CostModel::from_file(std::string(TESSERA_SOURCE_DIR) + "/profiles/" + name);
+    EXPECT_HAS(model.sources, "datasheet");
+    EXPECT_HAS(model.sources, "Assumed");
+    EXPECT_GT(model.peak_flops_per_second, 1e14);
+    EXPECT_EQ(model.ranks_per_node(), 8);
+    EXPECT_GT(model.link(8, 8).seconds_per_byte, 0);
+    EXPECT_GT(model.link(8, 64).seconds_per_byte, model.link(8, 8).seconds_per_byte);
+  }
+}
+
+TEST(Planner, PlansADescribedGptWithoutAllocatingIt) {
+  GptSpec spec;
+  spec.layers = 2;
+  spec.d_model = 64;
+  spec.heads = 4;
+  spec.vocab = 100;
+  spec.sequence = 32;
+  spec.batch = 8;
+  nn::Module::NamedTensors names;
+  const graph::Graph step = trace_gpt_step(spec, names);
+  int64_t parameters = 0;
+  for (const auto& [name, tensor] : names) {
+    EXPECT_TRUE(tensor.is_meta()) << name;
+    parameters += tensor.numel();
+  }
+  EXPECT_EQ(parameters, gpt_parameters(spec));
+  PlanOptions options;
+  options.mesh = Placement::cpu_mesh({2, 2});
+  const Plan plan = planner::plan(step, options, names);
+  // Every parameter was planned and is trained.
+  for (const auto& [name, tensor] : names) {
+    const auto found = std::find_if(plan.tensors.begin(), plan.tensors.end(),
+                                    [&](const TensorChoice& t) { return t.name == name; });
+    ASSERT_NE(found, plan.tensors.end()) << name;
+    EXPECT_TRUE(found->trained) << name;
+  }
+  // Data parallel, pinned: the state is every parameter, its gradient and
+  // two moments, whole on every rank.
+  options.pinned = {{"input 0", NdSbp({Sbp::split(0), Sbp::split(0)})},
+                    {"input 1", NdSbp({Sbp::split(0), Sbp::split(0)})}};
+  for (const auto& [name, tensor] : names) options.pinned.emplace(name, NdSbp::broadcast(2));
+  const Plan data_parallel = planner::plan(step, options, names);
+  EXPECT_DOUBLE_EQ(data_parallel.prediction.state_bytes,
+                   4.0 * 4.0 * static_cast<double>(parameters));
+  // The free plan starts from data parallelism, so it is never predicted slower.
+  EXPECT_LE(plan.prediction.step_seconds, data_parallel.prediction.step_seconds * (1 + 1e-12));
+  EXPECT_THROW_MSG(trace_gpt_step(GptSpec{.heads = 3}, names), "heads (3) must divide d_model");
+}
+
+TEST(Planner, LayoutScriptsDoNotNest) {
+  global::LayoutScript outer({});
+  EXPECT_THROW_MSG(global::LayoutScript({}), "scripts do not nest");
+  EXPECT_EQ(outer.followed(), 0);
+  EXPECT_EQ(outer.missed(), 0);
+}
 }  // namespace
 }  // namespace tessera::planner

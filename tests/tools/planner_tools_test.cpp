@@ -1,0 +1,103 @@
+// tessera-plan and tessera-calibrate as a user runs them: a described GPT
+// planned for a declared profile, a profile measured and read back, and
+// clear usage errors.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tessera/global/cost_model.h"
+#include "testing.h"
+
+namespace tessera::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Run run(const std::string& command) {
+  Run result;
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t count = 0;
+  while ((count = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
+    result.output.append(buffer, count);
+  const int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return result;
+}
+
+const std::string kPlan = TESSERA_PLAN_PATH;
+const std::string kCalibrate = TESSERA_CALIBRATE_PATH;
+const std::string kProfiles = std::string(TESSERA_SOURCE_DIR) + "/profiles/";
+
+TEST(TesseraPlan, PlansADescribedGptForADeclaredProfile) {
+  const fs::path folder = fs::temp_directory_path() / ("tessera_plan_" + std::to_string(getpid()));
+  fs::create_directories(folder);
+  const Run result =
+      run(kPlan + " --profile " + kProfiles + "dgx_h100.json --mesh 2x4" +
+          " --layers 2 --d-model 512 --heads 8 --vocab 1000 --sequence 256" +
+          " --batch 16 --dtype bf16 --optimizer-states 6 --save " +
+          (folder / "plan.json").string() + " --dot " + (folder / "plan.dot").string());
+  EXPECT_EQ(result.status, 0) << result.output;
+  for (const char* part :
+       {"model: GPT of", "profile: DGX H100", "mesh: cpu:[0, 1, 2, 3, 4, 5, 6, 7] as [2, 4]",
+        "predicted step:", "MFU", "predicted memory per rank:", "(device: 80 GiB)"}) {
+    EXPECT_HAS(result.output, part);
+  }
+  std::ifstream saved(folder / "plan.json");
+  std::stringstream text;
+  text << saved.rdbuf();
+  EXPECT_HAS(text.str(), "\"blocks.1.linear2.weight\"");
+  EXPECT_TRUE(fs::exists(folder / "plan.dot"));
+  fs::remove_all(folder);
+}
+
+TEST(TesseraPlan, SaysWhatIsWrongWithItsArguments) {
+  Run result = run(kPlan + " --layers 2");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_HAS(result.output, "--mesh is required");
+  result = run(kPlan + " --mesh 2x2x2");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_HAS(result.output, "1-D or 2-D");
+  result = run(kPlan + " --mesh 2 --heads 3 --d-model 8");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_HAS(result.output, "heads (3) must divide d_model (8)");
+  result = run(kPlan + " --mesh 2 --profile /nonexistent/profile.json");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_HAS(result.output, "/nonexistent/profile.json");
+  result = run(kPlan + " --mesh 2 --pin w=Q");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_HAS(result.output, "'Q' is not a layout");
+  result = run(kPlan +
+               " --mesh 2 --layers 1 --d-model 64 --heads 2 --vocab 64 --sequence 16 "
+               "--batch 4 --memory-budget-gib 0.000001");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_HAS(result.output, "Give a budget of at least");
+}
+
+TEST(TesseraCalibrate, WritesAProfileTheCostModelReads) {
+  const fs::path out =
+      fs::temp_directory_path() / ("tessera_profile_" + std::to_string(getpid()) + ".json");
+  const Run result = run(kCalibrate + " --quick --repetitions 2 --out " + out.string());
+  ASSERT_EQ(result.status, 0) << result.output;
+  const global::CostModel model = global::CostModel::from_file(out.string());
+  EXPECT_HAS(model.name, "this machine, 1 rank");
+  EXPECT_GT(model.compute(OpKind::matmul).flops_per_second, 1e8);
+  EXPECT_GT(model.compute().bytes_per_second, 1e8);
+  EXPECT_GT(model.memory_bytes, 0);
+  fs::remove(out);
+  EXPECT_EQ(run(kCalibrate + " --repetitions 0").status, 2);
+}
+
+}  // namespace
+}  // namespace tessera::testing
