@@ -18,13 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct Outcome {
   int status = -1;
   std::string output;  // stdout and stderr
 };
 
-Run run(const std::string& command) {
-  Run result;
+Outcome run(const std::string& command) {
+  Outcome result;
   std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return result;
   char buffer[4096];
@@ -43,7 +43,7 @@ const std::string kProfiles = std::string(TESSERA_SOURCE_DIR) + "/profiles/";
 TEST(TesseraPlan, PlansADescribedGptForADeclaredProfile) {
   const fs::path folder = fs::temp_directory_path() / ("tessera_plan_" + std::to_string(getpid()));
   fs::create_directories(folder);
-  const Run result =
+  const Outcome result =
       run(kPlan + " --profile " + kProfiles + "dgx_h100.json --mesh 2x4" +
           " --layers 2 --d-model 512 --heads 8 --vocab 1000 --sequence 256" +
           " --batch 16 --dtype bf16 --optimizer-states 6 --save " +
@@ -63,7 +63,7 @@ TEST(TesseraPlan, PlansADescribedGptForADeclaredProfile) {
 }
 
 TEST(TesseraPlan, SaysWhatIsWrongWithItsArguments) {
-  Run result = run(kPlan + " --layers 2");
+  Outcome result = run(kPlan + " --layers 2");
   EXPECT_EQ(result.status, 2);
   EXPECT_HAS(result.output, "--mesh is required");
   result = run(kPlan + " --mesh 2x2x2");
@@ -88,7 +88,7 @@ TEST(TesseraPlan, SaysWhatIsWrongWithItsArguments) {
 TEST(TesseraCalibrate, WritesAProfileTheCostModelReads) {
   const fs::path out =
       fs::temp_directory_path() / ("tessera_profile_" + std::to_string(getpid()) + ".json");
-  const Run result = run(kCalibrate + " --quick --repetitions 2 --out " + out.string());
+  const Outcome result = run(kCalibrate + " --quick --repetitions 2 --out " + out.string());
   ASSERT_EQ(result.status, 0) << result.output;
   const global::CostModel model = global::CostModel::from_file(out.string());
   EXPECT_HAS(model.name, "this machine, 1 rank");
