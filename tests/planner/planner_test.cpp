@@ -127,29 +127,44 @@ struct Mlp {
 };
 
 TEST(PlannerSearch, TracedStepsMatchTheExhaustiveOptimum) {
+  // Steps of at most 12 ops on 2 and 4 ranks, 1-D and 2-D: two layers
+  // forward, one layer forward, and one layer with its backward.
   int compared = 0;
   for (const Placement& mesh :
        {Placement::cpu(2), Placement::cpu(4), Placement::cpu_mesh({2, 2})}) {
-    for (bool backward : {false, true}) {
-      Mlp mlp(16, 32, 8);
-      const graph::Graph step = mlp.trace(64, 16, backward);
+    for (int kind = 0; kind < 3; ++kind) {
+      Mlp mlp(16, 32, 1);
+      manual_seed(4);
+      Tensor w = randn({16, 8}).requires_grad_();
+      auto one_layer = [&, kind](const TensorVector& x) -> TensorVector {
+        Tensor loss = x[0].matmul(w).relu().sum();
+        if (kind == 2) loss.backward();
+        return {loss};
+      };
+      const graph::Graph step =
+          kind == 0
+              ? mlp.trace(64, 16, false)
+              : graph::trace(one_layer, MetaVector{TensorMeta{{64, 16}, DType::f32, Device{}}});
+      const nn::Module::NamedTensors names =
+          kind == 0 ? mlp.names : nn::Module::NamedTensors{{"w", w}};
       PlanOptions options;
       options.mesh = mesh;
-      const CostGraph graph = cost_graph_of(step, options, mlp.names);
+      const CostGraph graph = cost_graph_of(step, options, names);
       double count = 1;
       for (const ChoiceNode& node : graph.nodes()) count *= static_cast<double>(node.cost.size());
-      if (count > 5e7) continue;  // too many to try (the 2-D backward step)
+      EXPECT_LE(step.nodes().size(), 12u);
+      if (count > 5e7) continue;  // too many assignments to try every one
       const Solution got = solve(graph);
       const Solution want = solve_exhaustively(graph);
-      EXPECT_LE(step.nodes().size(), 12u);
       EXPECT_NEAR(got.cost, want.cost, 1e-12 * want.cost)
-          << placement_str(mesh) << (backward ? " with backward" : "");
-      const Plan plan = planner::plan(step, options, mlp.names);
+          << placement_str(mesh) << " kind " << kind;
+      const Plan plan = planner::plan(step, options, names);
       EXPECT_NEAR(plan.objective, want.cost, 1e-12 * want.cost);
       ++compared;
     }
   }
-  EXPECT_GE(compared, 5);  // all but the 2-D backward step
+  // All but the 2-D steps of two layers, and of one layer with backward.
+  EXPECT_GE(compared, 7);
 }
 
 TEST(Planner, ManyRowsAndSmallWeightsGiveDataParallel) {
