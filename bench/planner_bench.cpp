@@ -56,7 +56,7 @@ void run_case(const Workload& workload, const Case& c, const global::CostModel& 
   options.mesh = c.mesh;
   std::vector<NdSbp> batch_layouts;
   planner::Plan plan;
-  if (c.layout == "planner") {
+  if (c.layout.rfind("planner", 0) == 0) {
     plan = planner::auto_parallelize(*module, c.mesh, loss_of, workload.batch, options);
     for (size_t i = 0; i < workload.batch.size(); ++i) {
       batch_layouts.push_back(plan.sbp_of("input " + std::to_string(i)));
@@ -183,8 +183,9 @@ int main(int argc, char** argv) {
         cases.push_back({"2-D", Placement::cpu_mesh({2, 2}), workload->tp_plan, 1,
                          NdSbp({Sbp::split(0), Sbp::broadcast()})});
       }
-      cases.push_back(
-          {"planner", n == 4 ? Placement::cpu_mesh({2, 2}) : Placement::cpu(n), {}, -1, {}});
+      // The planner on each mesh the hand layouts use.
+      cases.push_back({"planner", Placement::cpu(n), {}, -1, {}});
+      if (n == 4) cases.push_back({"planner 2-D", Placement::cpu_mesh({2, 2}), {}, -1, {}});
       for (const Case& c : cases) run_case(*workload, c, model, steps, *world);
     }
   } catch (const std::exception& error) {

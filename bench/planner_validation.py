@@ -84,11 +84,13 @@ def main():
     for (model, ranks), rows in groups.items():
         by_prediction = [r["layout"] for r in sorted(rows, key=lambda r: r["predicted_seconds"])]
         by_measurement = [r["layout"] for r in sorted(rows, key=lambda r: r["measured_seconds"])]
-        best_hand = min(r["measured_seconds"] for r in rows if r["layout"] != "planner")
-        planner = next(r["measured_seconds"] for r in rows if r["layout"] == "planner")
+        best_hand = min(r["measured_seconds"] for r in rows
+                        if not r["layout"].startswith("planner"))
+        planner = min(r["measured_seconds"] for r in rows if r["layout"].startswith("planner"))
+        same = "same" if by_prediction == by_measurement else "differs"
         print(f"{model}, {ranks} ranks: predicted order {' < '.join(by_prediction)}; measured "
-              f"{' < '.join(by_measurement)} ({'same' if by_prediction == by_measurement else 'differs'}); "
-              f"planner / best hand layout {planner / best_hand:.2f}x time")
+              f"{' < '.join(by_measurement)} ({same}); "
+              f"planner's best / best hand layout {planner / best_hand:.2f}x time")
 
 
 if __name__ == "__main__":
