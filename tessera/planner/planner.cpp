@@ -313,6 +313,8 @@ class Problem {
     int node = -1;
     std::vector<global::LayoutOption> options;
     std::vector<double> flops;  // per option, on the largest shards
+    // Per option: boxing its constant operands (numbers, broadcast) into it.
+    std::vector<double> constant_boxing;
     // Per input: the edge (index into edges_) it travels, or empty for a
     // constant (whose boxing is in the node's own cost).
     std::vector<std::vector<size_t>> boxed;
@@ -351,17 +353,17 @@ class Problem {
         .first->second;
   }
 
-  const std::vector<NdSbp>& producer_layouts(int value, size_t& output) const {
+  // The layout each strategy of `value`'s producer gives it.
+  std::vector<NdSbp> producer_layouts(int value) const {
     const int id = choice_of_value_[static_cast<size_t>(value)];
-    output = static_cast<size_t>(output_of_value_[static_cast<size_t>(value)]);
     if (id < static_cast<int>(sources_.size())) return sources_[static_cast<size_t>(id)].layouts;
-    output_layouts_scratch_.clear();
+    const auto output = static_cast<size_t>(output_of_value_[static_cast<size_t>(value)]);
+    std::vector<NdSbp> layouts;
     for (const global::LayoutOption& option :
          ops_[static_cast<size_t>(id) - sources_.size()].options) {
-      output_layouts_scratch_.push_back(option.output_sbps.at(output));
+      layouts.push_back(option.output_sbps.at(output));
     }
-    output = 0;
-    return output_layouts_scratch_;
+    return layouts;
   }
 
   void make_sources(const nn::Module::NamedTensors& names) {
@@ -485,7 +487,7 @@ class Problem {
                     placement_str(mesh_), " for ", global::layouts_str(metas));
       std::vector<double> cost, memory;
       for (const global::LayoutOption& option : op.options) {
-        double seconds = option.compute_seconds;
+        double constants = 0;
         double bytes = 0;
         MetaVector local_in, local_out;
         for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -493,7 +495,7 @@ class Problem {
           local_in.push_back({global::local_shape(value.meta.shape, mesh_, option.input_sbps[i], 0),
                               value.meta.dtype, value.meta.device});
           if (value.kind == graph::ValueKind::constant) {
-            seconds +=
+            constants +=
                 boxing(value.meta, NdSbp::broadcast(mesh_.ndim()), option.input_sbps[i]).seconds;
           }
         }
@@ -507,7 +509,8 @@ class Problem {
           }
         }
         op.flops.push_back(op_cost(*node.op, local_in, local_out, node.attrs).flops);
-        cost.push_back(seconds);
+        op.constant_boxing.push_back(constants);
+        cost.push_back(option.compute_seconds + constants);
         memory.push_back(bytes);
       }
       const int id = cost_.add_node(node.op->name + " %" + std::to_string(n), std::move(cost),
@@ -525,8 +528,7 @@ class Problem {
   }
 
   size_t add_passage(int value, int to, const std::vector<NdSbp>& targets, bool in_place) {
-    size_t output = 0;
-    const std::vector<NdSbp> from = producer_layouts(value, output);
+    const std::vector<NdSbp> from = producer_layouts(value);
     const TensorMeta& meta = graph_.value(value).meta;
     Passage passage;
     passage.from = choice_of_value_[static_cast<size_t>(value)];
@@ -594,13 +596,8 @@ class Problem {
     for (const std::vector<size_t>& passages : ops_[static_cast<size_t>(op)].boxed) {
       total += edge_seconds(passages, choice, id);
     }
-    // Constants' boxing is in the node's own cost, beside its compute.
-    const global::LayoutOption& option =
-        ops_[static_cast<size_t>(op)].options[static_cast<size_t>(choice[static_cast<size_t>(id)])];
-    return total +
-           cost_.nodes()[static_cast<size_t>(id)]
-               .cost[static_cast<size_t>(choice[static_cast<size_t>(id)])] -
-           option.compute_seconds;
+    return total + ops_[static_cast<size_t>(op)]
+                       .constant_boxing[static_cast<size_t>(choice[static_cast<size_t>(id)])];
   }
 
   double gradient_seconds(const Gradient& gradient, const std::vector<int>& choice) const {
@@ -613,9 +610,17 @@ class Problem {
                                                      double memory_weight) const {
     const ChoiceNode& node = cost_.nodes()[static_cast<size_t>(v)];
     if (node.cost.size() < 2) return std::nullopt;
+    if (incident_.empty()) {
+      incident_.resize(cost_.nodes().size());
+      for (const ChoiceEdge& edge : cost_.edges()) {
+        incident_[static_cast<size_t>(edge.from)].push_back(&edge);
+        incident_[static_cast<size_t>(edge.to)].push_back(&edge);
+      }
+    }
     auto local = [&](size_t s) {
       double total = node.cost[s] + memory_weight * node.memory[s];
-      for (const ChoiceEdge& edge : cost_.edges()) {
+      for (const ChoiceEdge* incident : incident_[static_cast<size_t>(v)]) {
+        const ChoiceEdge& edge = *incident;
         const size_t cols = cost_.strategies(edge.to);
         if (edge.from == v) {
           total += edge.cost[s * cols + static_cast<size_t>(choice[static_cast<size_t>(edge.to)])];
@@ -651,7 +656,8 @@ class Problem {
   std::vector<int> gradient_source_;  // value id -> the source it is the gradient of
   std::vector<bool> at_peak_;
   mutable std::unordered_map<std::string, global::BoxingPlan> boxing_cache_;
-  mutable std::vector<NdSbp> output_layouts_scratch_;
+  // Per choice node, its edges (built once the graph is complete, for runner-ups).
+  mutable std::vector<std::vector<const ChoiceEdge*>> incident_;
 };
 
 }  // namespace

@@ -441,6 +441,19 @@ struct Track {
 // (graph::compile), batch conversion, backward and update included.
 // `clip`: gradients are clipped to norm 1 (on the host in eager, in the
 // graph when compiled, so the two differ in rounding).
+// The training modes' optimizers: AdamW (lr 3e-3) or SGD with momentum.
+std::unique_ptr<optim::Optimizer> make_optimizer(nn::Module& model, bool adam) {
+  if (adam) {
+    optim::AdamWOptions options;
+    options.lr = 3e-3;
+    return std::make_unique<optim::AdamW>(model.parameters(), options);
+  }
+  optim::SGDOptions options;
+  options.lr = 0.1;
+  options.momentum = 0.9;
+  return std::make_unique<optim::SGD>(model.parameters(), options);
+}
+
 template <typename Model, typename MakeModel, typename MakeBatch>
 Track train_track(const Layout& layout, MakeModel make_model, MakeBatch make_batch, int steps,
                   bool adam, bool compiled, bool clip) {
@@ -459,17 +472,7 @@ Track train_track(const Layout& layout, MakeModel make_model, MakeBatch make_bat
                    nd_sbp_str(param.nd_sbp()));
     }
   }
-  std::unique_ptr<optim::Optimizer> optimizer;
-  if (adam) {
-    optim::AdamWOptions options;
-    options.lr = 3e-3;
-    optimizer = std::make_unique<optim::AdamW>(model->parameters(), options);
-  } else {
-    optim::SGDOptions options;
-    options.lr = 0.1;
-    options.momentum = 0.9;
-    optimizer = std::make_unique<optim::SGD>(model->parameters(), options);
-  }
+  std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(*model, adam);
   auto step = [&](const TensorVector& batch) -> TensorVector {
     Tensor logits = model->forward(batch_on(batch[0], layout));
     Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}),
@@ -626,17 +629,7 @@ std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, Make
   CHECK_WORKER(options.memory_budget == 0 || plan.prediction.peak_bytes <= options.memory_budget,
                "the plan needs ", plan.prediction.peak_bytes, " bytes, over the budget ",
                options.memory_budget);
-  std::unique_ptr<optim::Optimizer> optimizer;
-  if (adam) {
-    optim::AdamWOptions adam_options;
-    adam_options.lr = 3e-3;
-    optimizer = std::make_unique<optim::AdamW>(model->parameters(), adam_options);
-  } else {
-    optim::SGDOptions sgd_options;
-    sgd_options.lr = 0.1;
-    sgd_options.momentum = 0.9;
-    optimizer = std::make_unique<optim::SGD>(model->parameters(), sgd_options);
-  }
+  std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(*model, adam);
   auto laid_out = [&](const Tensor& whole, const std::string& name) {
     return whole.to_global(mesh, NdSbp::broadcast(mesh.ndim())).to_global(mesh, plan.sbp_of(name));
   };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tessera/global/cost_model.h"
 #include "testing.h"
@@ -63,26 +64,24 @@ TEST(TesseraPlan, PlansADescribedGptForADeclaredProfile) {
 }
 
 TEST(TesseraPlan, SaysWhatIsWrongWithItsArguments) {
-  Outcome result = run(kPlan + " --layers 2");
-  EXPECT_EQ(result.status, 2);
-  EXPECT_HAS(result.output, "--mesh is required");
-  result = run(kPlan + " --mesh 2x2x2");
-  EXPECT_EQ(result.status, 2);
-  EXPECT_HAS(result.output, "1-D or 2-D");
-  result = run(kPlan + " --mesh 2 --heads 3 --d-model 8");
-  EXPECT_EQ(result.status, 1);
-  EXPECT_HAS(result.output, "heads (3) must divide d_model (8)");
-  result = run(kPlan + " --mesh 2 --profile /nonexistent/profile.json");
-  EXPECT_EQ(result.status, 1);
-  EXPECT_HAS(result.output, "/nonexistent/profile.json");
-  result = run(kPlan + " --mesh 2 --pin w=Q");
-  EXPECT_EQ(result.status, 1);
-  EXPECT_HAS(result.output, "'Q' is not a layout");
-  result = run(kPlan +
-               " --mesh 2 --layers 1 --d-model 64 --heads 2 --vocab 64 --sequence 16 "
-               "--batch 4 --memory-budget-gib 0.000001");
-  EXPECT_EQ(result.status, 1);
-  EXPECT_HAS(result.output, "Give a budget of at least");
+  struct Case {
+    const char* arguments;
+    int status;  // 2: usage, 1: a planner or profile error
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--layers 2", 2, "--mesh is required"},
+           {"--mesh 2x2x2", 2, "1-D or 2-D"},
+           {"--mesh 2 --heads 3 --d-model 8", 1, "heads (3) must divide d_model (8)"},
+           {"--mesh 2 --profile /nonexistent/profile.json", 1, "/nonexistent/profile.json"},
+           {"--mesh 2 --pin w=Q", 1, "'Q' is not a layout"},
+           {"--mesh 2 --layers 1 --d-model 64 --heads 2 --vocab 64 --sequence 16 --batch 4 "
+            "--memory-budget-gib 0.000001",
+            1, "Give a budget of at least"}}) {
+    const Outcome result = run(kPlan + " " + c.arguments);
+    EXPECT_EQ(result.status, c.status) << c.arguments << "\n" << result.output;
+    EXPECT_HAS(result.output, c.message);
+  }
 }
 
 TEST(TesseraCalibrate, WritesAProfileTheCostModelReads) {
