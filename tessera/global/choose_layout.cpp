@@ -105,9 +105,12 @@ struct DecisionKey {
   const OpDef* op;
   MetaVector inputs;
   Attrs attrs;
+  // The signature a script asked for, if any (interned: compared by identity).
+  std::vector<NdSbp> scripted;
 
   bool operator==(const DecisionKey& other) const {
-    if (op != other.op || inputs.size() != other.inputs.size() || !(attrs == other.attrs)) {
+    if (op != other.op || inputs.size() != other.inputs.size() || !(attrs == other.attrs) ||
+        scripted != other.scripted) {
       return false;
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -131,6 +134,7 @@ struct DecisionKeyHash {
       h = h * 31 + std::hash<const void*>()(meta.placement.id());
       h = h * 31 + std::hash<const void*>()(meta.sbp.defined() ? &meta.sbp.sbps() : nullptr);
     }
+    for (const NdSbp& sbp : key.scripted) h = h * 31 + std::hash<const void*>()(&sbp.sbps());
     return h;
   }
 };
@@ -306,24 +310,32 @@ std::vector<LayoutOption> layout_options(const OpDef& op, const MetaVector& inpu
 
 LayoutDecision choose_layout(const OpDef& op, const MetaVector& inputs, const Attrs& attrs,
                              const CostModel& model) {
-  if (active_script != nullptr) {
-    if (const ScriptedSignature* scripted = active_script->next(op, inputs)) {
-      LayoutDecision decision = decide(op, inputs, attrs, model, scripted);
-      active_script->taken(decision.input_sbps == scripted->inputs &&
-                           decision.output_sbps == scripted->outputs);
-      return decision;
-    }
-  }
+  const ScriptedSignature* scripted =
+      active_script != nullptr ? active_script->next(op, inputs) : nullptr;
   // Only the default model is fixed for the process; another may change.
-  if (&model != &default_cost_model()) return decide(op, inputs, attrs, model);
+  if (&model != &default_cost_model()) {
+    LayoutDecision decision = decide(op, inputs, attrs, model, scripted);
+    if (scripted != nullptr) active_script->taken(decision.input_sbps == scripted->inputs &&
+                                                  decision.output_sbps == scripted->outputs);
+    return decision;
+  }
   thread_local std::unordered_map<DecisionKey, LayoutDecision, DecisionKeyHash> remembered;
-  DecisionKey key{&op, inputs, attrs};
+  DecisionKey key{&op, inputs, attrs, {}};
+  if (scripted != nullptr) {
+    key.scripted = scripted->inputs;
+    key.scripted.insert(key.scripted.end(), scripted->outputs.begin(), scripted->outputs.end());
+  }
   auto found = remembered.find(key);
-  if (found != remembered.end()) return found->second;
-  LayoutDecision decision = decide(op, inputs, attrs, model);
-  if (remembered.size() >= kMaxRememberedDecisions) remembered.clear();
-  remembered.emplace(std::move(key), decision);
-  return decision;
+  if (found == remembered.end()) {
+    LayoutDecision decision = decide(op, inputs, attrs, model, scripted);
+    if (remembered.size() >= kMaxRememberedDecisions) remembered.clear();
+    found = remembered.emplace(std::move(key), std::move(decision)).first;
+  }
+  if (scripted != nullptr) {
+    active_script->taken(found->second.input_sbps == scripted->inputs &&
+                         found->second.output_sbps == scripted->outputs);
+  }
+  return found->second;
 }
 
 namespace {
