@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev nlohmann-json3-dev clang libclang-rt-dev libgloo-dev libopenmpi-dev openmpi-bin
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server coinor-libcbc-dev
   python3 python3-torch python3-numpy
   dataset-fashion-mnist fortunes
 )

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
                                                             : options.model.name.c_str());
     std::printf("mesh: %s, %.0f ranks\n", placement_str(options.mesh).c_str(), ranks);
     std::printf("search: %.2f s, %d choices, %d left after elimination, %s\n", plan.search_seconds,
-                plan.choice_nodes, plan.remaining, plan.exact ? "proven optimal" : "best found");
+                plan.choice_nodes, plan.remaining, plan.search_result().c_str());
     std::printf(
         "predicted step: %.4g s = compute %.4g s + exposed communication %.4g s "
         "(of %.4g s)\n",

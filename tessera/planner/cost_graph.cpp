@@ -8,6 +8,7 @@
 #include <random>
 
 #include "tessera/core/error.h"
+#include "tessera/planner/ilp.h"
 
 namespace tessera::planner {
 
@@ -150,13 +151,12 @@ class Reducer {
   // Chooses strategies for the nodes left (`choice` holds them on entry:
   // a start for local search), then undoes the eliminations. Returns
   // whether the choice of those left is proven optimal.
-  bool finish(std::vector<int>& choice, int64_t exact_limit,
-              const std::vector<std::vector<int>>& starts) {
+  bool finish(std::vector<int>& choice, const SearchOptions& options) {
     const std::vector<int> kernel = left();
     bool exact = true;
     if (!kernel.empty()) {
-      local_search(kernel, choice, starts);
-      exact = branch_and_bound(kernel, choice, exact_limit);
+      local_search(kernel, choice, options.starts);
+      exact = branch_and_bound(kernel, choice, options.exact_limit);
     }
     for (auto record = records_.rbegin(); record != records_.rend(); ++record) {
       const auto node = static_cast<size_t>(record->node);
@@ -433,8 +433,25 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
           graph.strategies(static_cast<int>(v)));
     }
   }
-  solution.exact = reducer.finish(solution.choice, options.exact_limit, options.starts);
+  solution.exact = reducer.finish(solution.choice, options);
   solution.cost = graph.cost(solution.choice, options.memory_weight);
+  solution.lower_bound = solution.exact ? solution.cost : 0.0;
+  if (!solution.exact && options.ilp_seconds > 0) {
+    // The whole graph, not what elimination left: its edges are boxing
+    // costs by layout, which the program's classes compress (ilp.cpp);
+    // elimination's folded edges have no such structure.
+    IlpOptions ilp;
+    ilp.memory_weight = options.memory_weight;
+    ilp.seconds = options.ilp_seconds;
+    ilp.start = solution.choice;
+    const IlpSolution solved = solve_ilp(graph, ilp);  // (too_large: no choice, bound 0)
+    if (!solved.choice.empty() && solved.cost < solution.cost) {
+      solution.choice = solved.choice;
+      solution.cost = solved.cost;
+    }
+    solution.exact = solved.optimal && solved.cost <= solution.cost;
+    solution.lower_bound = solution.exact ? solution.cost : solved.lower_bound;
+  }
   return solution;
 }
 

@@ -11,8 +11,9 @@
 // solve() minimises   Σ node cost + memory_weight · Σ node memory + Σ edge cost
 // by eliminating nodes (a node with one neighbour folds into it, a node
 // with two into an edge between them, parallel edges add up: the idea of
-// OneFlow's SBP-graph elimination), then branch and bound over what is
-// left, and local search when that is too large to finish.
+// OneFlow's SBP-graph elimination), then local search and branch and
+// bound over what is left; when branch and bound is too long, an integer
+// program over what is left (CBC, ilp.h) within a time limit.
 
 #include <cstdint>
 #include <string>
@@ -66,12 +67,17 @@ struct SearchOptions {
   // Assignments (a strategy per node) local search also starts from, such
   // as a hand plan's: the answer is never worse than the best of them.
   std::vector<std::vector<int>> starts;
+  // When branch and bound stops at exact_limit: seconds CBC may spend on
+  // what elimination left, as an integer program (ilp.h). It returns a
+  // proven bound on the optimum and, given time, the optimum. 0: none.
+  double ilp_seconds = 10;
 };
 
 struct Solution {
   std::vector<int> choice;  // a strategy per node
   double cost = 0;          // the objective
   bool exact = false;       // proven optimal
+  double lower_bound = 0;   // proven: no choice costs less (= cost when exact)
   int remaining = 0;        // nodes elimination could not remove
 };
 

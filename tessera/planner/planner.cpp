@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -113,6 +114,7 @@ class Problem {
     plan.choice_nodes = static_cast<int>(cost_.nodes().size());
     plan.remaining = solution.remaining;
     plan.exact = solution.exact;
+    plan.lower_bound = solution.lower_bound;
     plan.objective = solution.cost;
     plan.memory_budget = options_.memory_budget;
     plan.prediction = predict(solution.choice);
@@ -753,12 +755,21 @@ const NdSbp& Plan::sbp_of(const std::string& name) const {
   return tensors.front().sbp;  // unreachable
 }
 
+std::string Plan::search_result() const {
+  if (exact) return "proven optimal";
+  if (lower_bound <= 0) return "best found";
+  char text[96];
+  std::snprintf(text, sizeof text, "best found, at most %.1f%% above the optimum",
+                100.0 * (objective - lower_bound) / lower_bound);
+  return text;
+}
+
 std::string Plan::explain() const {
   const StepPrediction& p = prediction;
-  std::string text = str_cat(
-      "Plan for ", placement_str(mesh), ": ", tensors.size(), " tensors and ", ops.size(),
-      " ops, searched in ", seconds_str(search_seconds), " (", choice_nodes, " choices, ",
-      remaining, " left after elimination, ", exact ? "proven optimal" : "best found", ")\n");
+  std::string text =
+      str_cat("Plan for ", placement_str(mesh), ": ", tensors.size(), " tensors and ", ops.size(),
+              " ops, searched in ", seconds_str(search_seconds), " (", choice_nodes, " choices, ",
+              remaining, " left after elimination, ", search_result(), ")\n");
   text += str_cat("Predicted step per rank: ", seconds_str(p.step_seconds), " = compute ",
                   seconds_str(p.compute_seconds), " + exposed communication ",
                   seconds_str(p.exposed_seconds), " (of ", seconds_str(p.communication_seconds),

@@ -9,6 +9,7 @@
 #include "tessera/graph/trace.h"
 #include "tessera/planner/auto_parallel.h"
 #include "tessera/planner/described_models.h"
+#include "tessera/planner/ilp.h"
 #include "tessera/planner/planner.h"
 #include "testing.h"
 
@@ -81,11 +82,62 @@ TEST(PlannerSearch, StoppedEarlyItSaysSoAndKeepsAFeasibleAnswer) {
   CostGraph graph = random_graph(random, 12, 0.9);
   SearchOptions options;
   options.exact_limit = 1;
+  options.ilp_seconds = 0;
   const Solution got = solve(graph, options);
   const Solution want = solve_exhaustively(graph);
   EXPECT_GT(got.remaining, 0);
   EXPECT_FALSE(got.exact);
   EXPECT_GE(got.cost, want.cost - 1e-12);
+  EXPECT_LE(got.lower_bound, want.cost + 1e-12);
+}
+
+TEST(PlannerSearch, TheIntegerProgramFindsTheExhaustiveOptimum) {
+  std::mt19937_64 random(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int nodes = 2 + trial % 9;  // 2..10
+    const double density = trial % 2 == 0 ? 0.4 : 0.9;
+    IlpOptions options;
+    options.memory_weight = trial % 3 == 0 ? 0.3 : 0.0;
+    CostGraph graph = random_graph(random, nodes, density);
+    const Solution want = solve_exhaustively(graph, options.memory_weight);
+    const IlpSolution got = solve_ilp(graph, options);
+    ASSERT_TRUE(got.optimal) << "trial " << trial;
+    ASSERT_NEAR(got.cost, want.cost, 1e-9 * std::max(1.0, want.cost)) << "trial " << trial;
+    ASSERT_DOUBLE_EQ(graph.cost(got.choice, options.memory_weight), got.cost);
+    ASSERT_NEAR(got.lower_bound, want.cost, 1e-9 * std::max(1.0, want.cost));
+  }
+}
+
+TEST(PlannerSearch, WhenBranchAndBoundStopsTheIntegerProgramFinishes) {
+  std::mt19937_64 random(11);
+  for (int trial = 0; trial < 5; ++trial) {
+    CostGraph graph = random_graph(random, 12, 0.9);
+    SearchOptions options;
+    options.exact_limit = 1;
+    const Solution got = solve(graph, options);
+    const Solution want = solve_exhaustively(graph);
+    EXPECT_GT(got.remaining, 0);
+    EXPECT_TRUE(got.exact) << "trial " << trial;
+    EXPECT_NEAR(got.cost, want.cost, 1e-9 * std::max(1.0, want.cost)) << "trial " << trial;
+    EXPECT_DOUBLE_EQ(got.lower_bound, got.cost);
+  }
+}
+
+TEST(PlannerSearch, TheIntegerProgramKeepsItsStartAndRejectsBadOnes) {
+  std::mt19937_64 random(13);
+  CostGraph graph = random_graph(random, 8, 0.9);
+  const Solution want = solve_exhaustively(graph);
+  IlpOptions options;
+  options.start = want.choice;
+  const IlpSolution got = solve_ilp(graph, options);
+  EXPECT_NEAR(got.cost, want.cost, 1e-9 * std::max(1.0, want.cost));
+  options.start.pop_back();
+  EXPECT_THROW_MSG(solve_ilp(graph, options), "needs a strategy per node: 8 nodes, 7");
+  options.start = want.choice;
+  options.start[2] = 9;
+  EXPECT_THROW_MSG(solve_ilp(graph, options), "gives node 2 strategy 9");
+  options.seconds = 0;
+  EXPECT_THROW_MSG(solve_ilp(graph, options), "time limit must be positive seconds, got 0");
 }
 
 TEST(PlannerSearch, RejectsMalformedGraphs) {
