@@ -31,7 +31,7 @@ namespace {
                "usage: tessera-plan [--profile FILE] --mesh N|AxB [--layers L] [--d-model D]\n"
                "         [--heads H] [--vocab V] [--sequence T] [--batch B] [--dtype f32|bf16]\n"
                "         [--optimizer-states S] [--memory-budget-gib G] [--pin NAME=SBP[,SBP]]\n"
-               "         [--explain] [--dot FILE] [--save FILE]\n",
+               "         [--ilp-seconds S] [--explain] [--dot FILE] [--save FILE]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
         spec.dtype = value == "f32" ? DType::f32 : DType::bf16;
       } else if (flag == "--optimizer-states") {
         options.optimizer_states = number(flag, value);
+      } else if (flag == "--ilp-seconds") {
+        options.search.ilp_seconds = number(flag, value);
       } else if (flag == "--memory-budget-gib") {
         options.memory_budget = number(flag, value) * 1024 * 1024 * 1024;
       } else if (flag == "--pin") {

@@ -12,12 +12,19 @@
 
 namespace tessera::planner {
 
-int CostGraph::add_node(std::string name, std::vector<double> cost, std::vector<double> memory) {
+int CostGraph::add_node(std::string name, std::vector<double> cost, std::vector<double> memory,
+                        std::vector<std::vector<int>> parts) {
   TESSERA_CHECK(!cost.empty(), "[planner] node '", name, "' needs at least one strategy");
   TESSERA_CHECK(memory.empty() || memory.size() == cost.size(), "[planner] node '", name, "' has ",
                 cost.size(), " strategies but ", memory.size(), " memory figures");
+  TESSERA_CHECK(parts.empty() || parts.size() == cost.size(), "[planner] node '", name, "' has ",
+                cost.size(), " strategies but parts for ", parts.size());
+  for (const std::vector<int>& part : parts) {
+    TESSERA_CHECK(part.size() == parts.front().size(), "[planner] node '", name,
+                  "' gives its strategies parts on different numbers of mesh axes");
+  }
   if (memory.empty()) memory.assign(cost.size(), 0.0);
-  nodes_.push_back({std::move(name), std::move(cost), std::move(memory)});
+  nodes_.push_back({std::move(name), std::move(cost), std::move(memory), std::move(parts)});
   return static_cast<int>(nodes_.size()) - 1;
 }
 
@@ -414,6 +421,84 @@ class Reducer {
   std::vector<Record> records_;
 };
 
+// Improves `choice` one mesh axis at a time (a large-neighbourhood
+// search): for axis a, each node may take any strategy that agrees with
+// its chosen one on every other axis, and the integer program over those
+// picks the best; rounds repeat while one helps. Returns whether it ran.
+bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
+                     std::vector<int>& choice) {
+  const std::vector<ChoiceNode>& nodes = graph.nodes();
+  size_t axes = 0;
+  for (const ChoiceNode& node : nodes) {
+    if (!node.parts.empty()) axes = std::max(axes, node.parts.front().size());
+  }
+  if (axes < 2) return false;
+  double best = graph.cost(choice, options.memory_weight);
+  // An axis's neighbourhood is fixed by the others' parts: once `axes`
+  // programs in a row (the one that last changed the choice included)
+  // changed nothing, none would.
+  size_t unchanged = 0;
+  for (size_t step = 0; step < 4 * axes && unchanged < axes; ++step) {
+    const size_t axis = step % axes;
+    // allowed[v]: v's strategies in this neighbourhood; the chosen first.
+    std::vector<std::vector<int>> allowed(nodes.size());
+    CostGraph neighbourhood;
+    IlpOptions ilp;
+    ilp.memory_weight = options.memory_weight;
+    ilp.seconds = options.ilp_seconds;
+    ilp.max_columns = options.ilp_max_columns;
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      const ChoiceNode& node = nodes[v];
+      const int chosen = choice[v];
+      allowed[v].push_back(chosen);
+      for (size_t s = 0; s < node.cost.size(); ++s) {
+        if (static_cast<int>(s) == chosen) continue;
+        bool agrees = true;
+        if (!node.parts.empty()) {
+          const std::vector<int>& mine = node.parts[static_cast<size_t>(chosen)];
+          for (size_t b = 0; b < mine.size() && agrees; ++b) {
+            agrees = b == axis || node.parts[s][b] == mine[b];
+          }
+        }
+        if (agrees) allowed[v].push_back(static_cast<int>(s));
+      }
+      std::vector<double> cost, memory;
+      for (int s : allowed[v]) {
+        cost.push_back(node.cost[static_cast<size_t>(s)]);
+        memory.push_back(node.memory[static_cast<size_t>(s)]);
+      }
+      neighbourhood.add_node({}, std::move(cost), std::move(memory));
+      ilp.start.push_back(0);
+    }
+    for (const ChoiceEdge& edge : graph.edges()) {
+      const size_t cols = graph.strategies(edge.to);
+      const std::vector<int>& rows_kept = allowed[static_cast<size_t>(edge.from)];
+      const std::vector<int>& cols_kept = allowed[static_cast<size_t>(edge.to)];
+      std::vector<double> cost;
+      cost.reserve(rows_kept.size() * cols_kept.size());
+      for (int f : rows_kept) {
+        for (int t : cols_kept)
+          cost.push_back(edge.cost[static_cast<size_t>(f) * cols + static_cast<size_t>(t)]);
+      }
+      neighbourhood.add_edge(edge.from, edge.to, std::move(cost));
+    }
+    const IlpSolution solved = solve_ilp(neighbourhood, ilp);
+    ++unchanged;
+    if (solved.choice.empty()) continue;
+    std::vector<int> candidate(nodes.size());
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      candidate[v] = allowed[v][static_cast<size_t>(solved.choice[v])];
+    }
+    const double cost = graph.cost(candidate, options.memory_weight);
+    if (cost < best * (1 - 1e-12)) {
+      best = cost;
+      choice = std::move(candidate);
+      unchanged = 1;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Solution solve(const CostGraph& graph, const SearchOptions& options) {
@@ -443,6 +528,7 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
     IlpOptions ilp;
     ilp.memory_weight = options.memory_weight;
     ilp.seconds = options.ilp_seconds;
+    ilp.max_columns = options.ilp_max_columns;
     ilp.start = solution.choice;
     const IlpSolution solved = solve_ilp(graph, ilp);  // (too_large: no choice, bound 0)
     if (!solved.choice.empty() && solved.cost < solution.cost) {
@@ -451,6 +537,9 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
     }
     solution.exact = solved.optimal && solved.cost <= solution.cost;
     solution.lower_bound = solution.exact ? solution.cost : solved.lower_bound;
+    if (solved.too_large && improve_by_axis(graph, options, solution.choice)) {
+      solution.cost = graph.cost(solution.choice, options.memory_weight);
+    }
   }
   return solution;
 }

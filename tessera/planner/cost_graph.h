@@ -29,6 +29,10 @@ struct ChoiceNode {
   std::string name;
   std::vector<double> cost;    // seconds, per strategy
   std::vector<double> memory;  // bytes per rank, per strategy
+  // Per strategy, a number for its part on each mesh axis (strategies
+  // that agree on an axis have the same number there); empty: not given.
+  // Lets the search change one axis at a time on a 2-D mesh.
+  std::vector<std::vector<int>> parts;
 };
 
 struct ChoiceEdge {
@@ -40,8 +44,10 @@ struct ChoiceEdge {
 
 class CostGraph {
  public:
-  // `memory` empty means none; otherwise one entry per strategy.
-  int add_node(std::string name, std::vector<double> cost, std::vector<double> memory = {});
+  // `memory` empty means none; otherwise one entry per strategy; so is
+  // `parts` (each of the same length).
+  int add_node(std::string name, std::vector<double> cost, std::vector<double> memory = {},
+               std::vector<std::vector<int>> parts = {});
   // Adds `cost` (from's strategies x to's, row-major) to the edge between
   // the two nodes, making it if there is none.
   void add_edge(int from, int to, std::vector<double> cost);
@@ -68,9 +74,13 @@ struct SearchOptions {
   // as a hand plan's: the answer is never worse than the best of them.
   std::vector<std::vector<int>> starts;
   // When branch and bound stops at exact_limit: seconds CBC may spend on
-  // what elimination left, as an integer program (ilp.h). It returns a
-  // proven bound on the optimum and, given time, the optimum. 0: none.
+  // the graph as an integer program (ilp.h). It returns a proven bound on
+  // the optimum and, given time, the optimum. When the program is too
+  // large (a 2-D mesh), and the nodes give their parts per mesh axis, the
+  // search instead improves one axis at a time, each a smaller program
+  // over the strategies that keep the other axes as chosen. 0: no programs.
   double ilp_seconds = 10;
+  size_t ilp_max_columns = 100'000;  // IlpOptions::max_columns
 };
 
 struct Solution {

@@ -415,12 +415,19 @@ class Problem {
       source.layouts = layouts_of(meta.shape, mesh_);
     }
     std::vector<double> cost, memory;
+    std::vector<std::vector<int>> parts;
     for (const NdSbp& sbp : source.layouts) {
       const double bytes = local_bytes(meta, mesh_, sbp);
       cost.push_back(trained ? update_cost(bytes) : 0.0);
       memory.push_back(is_input ? bytes : bytes * (trained ? 2 + options_.optimizer_states : 1));
+      std::vector<int> part;  // per mesh axis: its kind and split axis, as one number
+      for (int a = 0; a < sbp.ndim(); ++a) {
+        part.push_back(static_cast<int>(sbp[a].kind) * 64 + static_cast<int>(sbp[a].axis));
+      }
+      parts.push_back(std::move(part));
     }
-    const int id = cost_.add_node(source.name, std::move(cost), std::move(memory));
+    const int id =
+        cost_.add_node(source.name, std::move(cost), std::move(memory), std::move(parts));
     choice_of_value_[static_cast<size_t>(value)] = id;
     sources_.push_back(std::move(source));
   }
@@ -488,6 +495,7 @@ class Problem {
       TESSERA_CHECK(!op.options.empty(), "[planner] ", node.op->name, " has no layout option on ",
                     placement_str(mesh_), " for ", global::layouts_str(metas));
       std::vector<double> cost, memory;
+      std::vector<std::vector<int>> parts;  // per option: its signature on each mesh axis
       for (const global::LayoutOption& option : op.options) {
         double constants = 0;
         double bytes = 0;
@@ -514,9 +522,10 @@ class Problem {
         op.constant_boxing.push_back(constants);
         cost.push_back(option.compute_seconds + constants);
         memory.push_back(bytes);
+        parts.emplace_back(option.choice.begin(), option.choice.end());
       }
       const int id = cost_.add_node(node.op->name + " %" + std::to_string(n), std::move(cost),
-                                    std::move(memory));
+                                    std::move(memory), std::move(parts));
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         choice_of_value_[static_cast<size_t>(node.outputs[o])] = id;
         output_of_value_[static_cast<size_t>(node.outputs[o])] = static_cast<int>(o);
@@ -683,7 +692,9 @@ Plan plan(const graph::Graph& graph, const PlanOptions& options,
     PlanOptions pinned = options;
     for (const auto& [name, sbp] : problem.data_parallel_pins()) pinned.pinned.emplace(name, sbp);
     const Problem start(graph, pinned, names);
-    data_parallel = problem.choice_from(start, solve(start.cost_graph(), options.search).choice);
+    SearchOptions quick = options.search;  // a start: local search and branch and bound suffice
+    quick.ilp_seconds = 0;
+    data_parallel = problem.choice_from(start, solve(start.cost_graph(), quick).choice);
   }
   auto search = [&](double weight) {
     SearchOptions search = options.search;
