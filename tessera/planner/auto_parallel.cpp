@@ -40,4 +40,37 @@ Plan auto_parallelize(nn::Module& model, const Placement& mesh, const LossFn& lo
   return result;
 }
 
+graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
+                                graph::CompileOptions options) {
+  const Placement mesh = plan.mesh;
+  std::vector<NdSbp> layouts;  // per input, in order
+  for (bool found = true; found;) {
+    found = false;
+    for (const TensorChoice& choice : plan.tensors) {
+      if (choice.name == "input " + std::to_string(layouts.size())) {
+        layouts.push_back(choice.sbp);
+        found = true;
+        break;
+      }
+    }
+  }
+  std::vector<global::ScriptedSignature> signatures = plan.signatures();
+  return graph::compile(
+      [mesh, layouts, signatures, step = std::move(step)](const TensorVector& batch) {
+        TESSERA_CHECK(batch.size() == layouts.size(), "[planner::compile] the plan has ",
+                      layouts.size(), " inputs; the step was called with ", batch.size());
+        TensorVector laid_out;
+        for (size_t k = 0; k < batch.size(); ++k) {
+          const Tensor& whole = batch[k];
+          laid_out.push_back(whole.is_global()
+                                 ? whole.to_global(mesh, layouts[k])
+                                 : whole.to_global(mesh, NdSbp::broadcast(mesh.ndim()))
+                                       .to_global(mesh, layouts[k]));
+        }
+        global::LayoutScript follow(signatures);
+        return step(laid_out);
+      },
+      std::move(options));
+}
+
 }  // namespace tessera::planner

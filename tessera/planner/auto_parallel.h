@@ -10,15 +10,33 @@
 //   };
 //   planner::Plan plan = planner::auto_parallelize(*model, mesh, loss_of, {x, y});
 //   std::cout << plan.explain();
-//   Tensor loss = loss_of({x.to_global(mesh, plan.sbp_of("input 0")), ...});
+//   {
+//     global::LayoutScript follow = plan.script();
+//     Tensor loss = loss_of({x.to_global(mesh, plan.sbp_of("input 0")), ...});
+//     loss.backward();
+//   }
 //
-// What runs is eager global dispatch on those layouts: each op call
-// chooses its signature from its inputs' layouts (global/choose_layout.h)
-// as it always does, so the layouts the plan gives the tensors it does not
-// choose (the parameters and the batch) are the ones that take effect.
+// What runs is eager global dispatch on those layouts. The script makes
+// each op call it recognises take the plan's signature
+// (global/choose_layout.h); calls it does not recognise choose their own
+// from their inputs' layouts, as eager always does.
+//
+// Graph mode runs a plan too: planner::compile compiles a training step
+// whose batch it lays out as the plan says, traced under the plan's
+// script, so the graph runs the plan's signatures:
+//
+//   auto step = planner::compile(plan, [&](const TensorVector& batch) -> TensorVector {
+//     optimizer.zero_grad();
+//     Tensor loss = loss_of(batch);
+//     loss.backward();
+//     optimizer.step();
+//     return {loss};
+//   });
+//   Tensor loss = step({x, y})[0];  // x, y: the whole batch, local, the same on every rank
 
 #include <functional>
 
+#include "tessera/graph/compile.h"
 #include "tessera/nn/module.h"
 #include "tessera/planner/planner.h"
 
@@ -35,5 +53,13 @@ graph::Graph trace_step(nn::Module& model, const LossFn& loss_fn, const TensorVe
 // buffers, and parameters the step does not read, are broadcast). The module must still be local.
 Plan auto_parallelize(nn::Module& model, const Placement& mesh, const LossFn& loss_fn,
                       const TensorVector& sample_batch, PlanOptions options = {});
+
+// graph::compile of `step` on the plan: each call's batch k (a local
+// tensor holding the whole batch on every rank, or a global one) is laid
+// out as plan.sbp_of("input k") before `step` sees it, and the trace runs
+// under the plan's script. A call with another number of inputs than the
+// plan's is an error.
+graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
+                                graph::CompileOptions options = {});
 
 }  // namespace tessera::planner

@@ -17,8 +17,9 @@
 //   train     data-, tensor- and 2-D-parallel training of an MLP and a small
 //             GPT tracks single-process training step by step
 //   auto      the planner lays out the MLP (also under a memory budget data
-//             parallel cannot meet) and the GPT: training on its layouts
-//             tracks single-process training step by step
+//             parallel cannot meet) and the GPT: training on its layouts,
+//             eager and compiled on the plan (planner::compile), tracks
+//             single-process training step by step
 //   compile   the train mode's layouts, each step compiled into a graph
 //             (graph::compile): the same losses and parameters as eager
 //             global training (bit for bit but for the tensor-parallel GPT), with
@@ -598,9 +599,11 @@ void run_train(int n) {
 // Trains the model on the layouts the planner chose for `mesh` (under a
 // budget of `budget_fraction` of data parallel's predicted peak when
 // positive): the losses of every step.
+// `compiled`: each step runs as a graph on the plan (planner::compile).
 template <typename Model, typename MakeModel, typename MakeBatch>
 std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, MakeBatch make_batch,
-                               int steps, bool adam, double budget_fraction, planner::Plan& plan) {
+                               int steps, bool adam, double budget_fraction, planner::Plan& plan,
+                               bool compiled = false) {
   manual_seed(1234);
   std::shared_ptr<Model> model = make_model();
   auto loss_of = [&](const TensorVector& batch) {
@@ -634,6 +637,31 @@ std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, Make
     return whole.to_global(mesh, NdSbp::broadcast(mesh.ndim())).to_global(mesh, plan.sbp_of(name));
   };
   std::vector<double> losses;
+  if (compiled) {
+    graph::CompiledFunction step =
+        planner::compile(plan, [&](const TensorVector& batch) -> TensorVector {
+          optimizer->zero_grad();
+          Tensor loss = loss_of(batch);
+          loss.backward();
+          optim::clip_grad_norm_(model->parameters(), 1.0);
+          optimizer->step();
+          return {loss};
+        });
+    for (int s = 0; s < steps; ++s) {
+      auto [inputs, targets] = make_batch(s);
+      losses.push_back(value_of(step({inputs, targets})[0]));
+    }
+    CHECK_WORKER(step.compiles() == 1, "compiled ", step.compiles(), " times");
+    bool threw = false;
+    try {
+      step({make_batch(0).first});
+    } catch (const Error& error) {
+      threw = std::string(error.what()).find("the plan has 2 inputs; the step was called with 1") !=
+              std::string::npos;
+    }
+    CHECK_WORKER(threw, "a call with too few inputs is refused");
+    return losses;
+  }
   for (int s = 0; s < steps; ++s) {
     auto [inputs, targets] = make_batch(s);
     optimizer->zero_grad();
@@ -671,6 +699,8 @@ void run_auto(int n) {
                mlp_reference, "MLP auto-parallel" + on);
   check_tracks(train_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, 0.7, plan),
                mlp_reference, "MLP auto-parallel in 0.7x data parallel's memory" + on);
+  check_tracks(train_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, 0, plan, true),
+               mlp_reference, "MLP auto-parallel, compiled" + on);
   if (g_rank == 0) std::printf("%s", plan.explain().c_str());
 
   const models::GPTConfig config = gpt_config(0.0);
@@ -679,6 +709,8 @@ void run_auto(int n) {
       train<models::GPT>(Layout{}, make_gpt, gpt_batch, steps, true);
   check_tracks(train_auto<models::GPT>(mesh, make_gpt, gpt_batch, steps, true, 0, plan),
                gpt_reference, "GPT auto-parallel" + on);
+  check_tracks(train_auto<models::GPT>(mesh, make_gpt, gpt_batch, steps, true, 0, plan, true),
+               gpt_reference, "GPT auto-parallel, compiled" + on);
 }
 
 // Compiled global training equals eager global training: the graph runs
