@@ -15,13 +15,10 @@ model pipelines. Each row is planned by tessera-plan on the declared A100
 profile (profiles/dgx_a100.json), on a mesh of [data, tensor] ranks as the
 paper's run used, with the layouts left to the planner.
 
-The profile's matmul efficiency is an assumption (no datasheet gives it),
-and the planner does not model recomputation. With --fit, the matmul rate
-is fitted to the first row (by rescaling until its predicted step matches)
-and the other rows are predicted with that rate: one figure fitted, three
-held out.
+Nothing is fitted to the published runs: the profile's figures are the
+datasheet's, and its efficiencies are the assumptions it states.
 
-    python3 bench/megatron_comparison.py [--build-dir build] [--fit]
+    python3 bench/megatron_comparison.py [--build-dir build] [--profile FILE]
 """
 import argparse
 import json
@@ -29,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 # (billions of parameters, heads, hidden, layers, tensor-parallel,
 #  pipeline-parallel, GPUs, batch, published TFLOP/s per GPU)
@@ -70,44 +66,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--profile", default="profiles/dgx_a100.json")
-    parser.add_argument("--fit", action="store_true",
-                        help="fit the matmul rate to the first row, predict the others")
     args = parser.parse_args()
     tool = os.path.join(args.build_dir, "tools", "tessera-plan")
     if not os.path.exists(tool):
         sys.exit(f"megatron_comparison: {tool} is missing; build first")
     with open(args.profile) as f:
         profile = json.load(f)
-    rate = profile["compute_by_kind"]["matmul"]["flops_per_second"]
-    with tempfile.TemporaryDirectory() as scratch:
-        path = os.path.join(scratch, "profile.json")
-
-        def with_rate(r):
-            changed = json.loads(json.dumps(profile))
-            for kind in ("matmul", "convolution"):
-                changed["compute_by_kind"][kind]["flops_per_second"] = r
-            with open(path, "w") as f:
-                json.dump(changed, f)
-            return path
-
-        if args.fit:
-            want = published_step(PUBLISHED[0])
-            for _ in range(6):
-                _, got, _, _ = plan(args.build_dir, with_rate(rate), PUBLISHED[0])
-                if abs(got / want - 1) < 0.002:
-                    break
-                rate *= got / want
-        print(f"matmul rate: {rate / 1e12:.1f} TFLOP/s "
-              f"({'fitted to the first row' if args.fit else 'as the profile declares'})\n")
-        print("| parameters | GPUs | mesh [data, tensor] | batch | published step | "
-              "predicted step | error | search |")
-        print("|---|---|---|---|---|---|---|---|")
-        for k, row in enumerate(PUBLISHED):
-            mesh, step, seconds, result = plan(args.build_dir, with_rate(rate), row)
-            want = published_step(row)
-            note = " (fitted)" if args.fit and k == 0 else ""
-            print(f"| {row[0]}B | {row[6]} | {mesh} | {row[7]} | {want:.2f} s | {step:.2f} s{note} "
-                  f"| {100 * (step / want - 1):+.0f}% | {seconds:.1f} s, {result} |")
+    print(f"profile: {profile['name']}\n")
+    print("| parameters | GPUs | mesh [data, tensor] | batch | published step | "
+          "predicted step | error | search |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in PUBLISHED:
+        mesh, step, seconds, result = plan(args.build_dir, args.profile, row)
+        want = published_step(row)
+        print(f"| {row[0]}B | {row[6]} | {mesh} | {row[7]} | {want:.2f} s | {step:.2f} s "
+              f"| {100 * (step / want - 1):+.0f}% | {seconds:.1f} s, {result} |")
 
 
 if __name__ == "__main__":

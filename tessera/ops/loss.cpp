@@ -290,9 +290,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   check_classification("cross_entropy", input, labels, weight, reduction, unbatched);
   std::vector<Tensor> inputs{input, labels};
   if (weight.defined()) inputs.push_back(weight);
-  // A global mean is the summed loss over the summed sample weights: both sums
-  // stay with the ranks' own samples, so no rank gathers the batch.
-  const bool split_mean = input.is_global() && reduction == "mean";
+  // A mean is the summed loss over the summed sample weights. On global
+  // tensors both sums stay with the ranks' own samples, so no rank gathers
+  // the batch; local code takes the same form, so a traced local step (graph
+  // mode, the planner's plans) is the step global execution runs.
+  const bool split_mean = reduction == "mean";
   Tensor loss = call1(cross_entropy_op, inputs,
                       {{"ignore_index", ignore_index},
                        {"reduction", split_mean ? std::string("sum") : reduction},

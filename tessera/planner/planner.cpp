@@ -482,6 +482,30 @@ class Problem {
     }
   }
 
+  // A constant (full: zeros, ones) can be made in any layout: each rank
+  // fills its own shard, as eager global code's zeros_like of a split
+  // tensor does. Its op declares only broadcast (its kernel makes the
+  // shape it is given), which would price every rank making all of it.
+  std::vector<global::LayoutOption> constant_options(const graph::Node& node) const {
+    const TensorMeta& meta = graph_.value(node.outputs.at(0)).meta;
+    std::vector<global::LayoutOption> options;
+    for (const NdSbp& sbp : layouts_of(meta.shape, mesh_)) {
+      if (!global::splits_evenly(meta.shape, mesh_, sbp)) continue;
+      global::LayoutOption option;
+      for (int a = 0; a < sbp.ndim(); ++a) {
+        option.choice.push_back(static_cast<size_t>(sbp[a].kind) * 64 +
+                                static_cast<size_t>(sbp[a].axis));
+      }
+      option.output_sbps = {sbp};
+      const TensorMeta local{global::local_shape(meta.shape, mesh_, sbp, 0), meta.dtype,
+                             meta.device};
+      option.compute_seconds =
+          options_.model.compute_seconds(op_cost(*node.op, {}, {local}, node.attrs), node.op->kind);
+      options.push_back(std::move(option));
+    }
+    return options;
+  }
+
   void make_ops() {
     const graph::Graph& g = graph_;
     for (size_t n = 0; n < g.nodes().size(); ++n) {
@@ -492,6 +516,7 @@ class Problem {
       OpNode op;
       op.node = static_cast<int>(n);
       op.options = global::layout_options(*node.op, metas, node.attrs, mesh_, options_.model);
+      if (node.inputs.empty() && node.op->name == "full") op.options = constant_options(node);
       TESSERA_CHECK(!op.options.empty(), "[planner] ", node.op->name, " has no layout option on ",
                     placement_str(mesh_), " for ", global::layouts_str(metas));
       std::vector<double> cost, memory;
