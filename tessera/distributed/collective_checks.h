@@ -11,10 +11,13 @@
 // "[op]" and name the calling rank ("rank r of n").
 namespace tessera::distributed {
 
-// Dtypes a reduction accepts, and those that are only moved.
+static_assert(kNumDTypes == 8, "a new dtype: add it to kMoveDTypes");
+
+// Dtypes a reduction accepts, and those that are only moved (as bytes:
+// every dtype).
 inline const std::vector<DType> kReduceDTypes = {DType::f32, DType::f64, DType::i64, DType::i32};
-inline const std::vector<DType> kMoveDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
-                                               DType::u8};
+inline const std::vector<DType> kMoveDTypes = {DType::f32, DType::f64, DType::bf16, DType::f16,
+                                               DType::i64, DType::i32, DType::u8,   DType::boolean};
 
 // Throws unless `tensor` is defined, on the CPU (or on cuda:cuda_device when
 // that is >= 0: the NCCL backend's device), contiguous and of an allowed dtype.

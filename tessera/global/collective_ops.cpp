@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 #include "tessera/core/work.h"
+#include "tessera/distributed/collective_checks.h"
 #include "tessera/global/layout.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
@@ -591,24 +594,28 @@ const OpDef& recv_op() {
   return def;
 }
 
-const std::vector<DType> kCollectiveDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
-                                              DType::u8};
+// Reductions add, compare and multiply in these dtypes; the collectives
+// that only move data move bytes, so they take every dtype (a boolean mask,
+// bf16 activations).
+const std::vector<DType> kReducingDTypes = {DType::f32, DType::f64, DType::i64, DType::i32,
+                                            DType::u8};
+const std::vector<DType>& kMovingDTypes = distributed::kMoveDTypes;
 
 // Registered at load time, for every device a Group can move data on.
 const bool registered = [] {
-  const std::pair<const OpDef*, KernelFn> kernels[] = {
-      {&all_reduce_op(), launched<all_reduce_job>},
-      {&all_reduce_in_place_op(), launched<all_reduce_in_place_job>},
-      {&all_gather_op(), launched<all_gather_job>},
-      {&reduce_scatter_op(), launched<reduce_scatter_job>},
-      {&all_to_all_op(), launched<all_to_all_job>},
-      {&all_to_all_single_op(), launched<all_to_all_single_job>},
-      {&broadcast_op(), launched<broadcast_job>},
-      {&send_op(), launched<send_job>},
-      {&recv_op(), launched<recv_job>}};
-  for (const auto& [op, kernel] : kernels) {
-    register_kernel(op->name, DeviceType::cpu, kCollectiveDTypes, kernel);
-    register_kernel(op->name, DeviceType::cuda, kCollectiveDTypes, kernel);
+  const std::tuple<const OpDef*, KernelFn, const std::vector<DType>*> kernels[] = {
+      {&all_reduce_op(), launched<all_reduce_job>, &kReducingDTypes},
+      {&all_reduce_in_place_op(), launched<all_reduce_in_place_job>, &kReducingDTypes},
+      {&all_gather_op(), launched<all_gather_job>, &kMovingDTypes},
+      {&reduce_scatter_op(), launched<reduce_scatter_job>, &kReducingDTypes},
+      {&all_to_all_op(), launched<all_to_all_job>, &kMovingDTypes},
+      {&all_to_all_single_op(), launched<all_to_all_single_job>, &kMovingDTypes},
+      {&broadcast_op(), launched<broadcast_job>, &kMovingDTypes},
+      {&send_op(), launched<send_job>, &kMovingDTypes},
+      {&recv_op(), launched<recv_job>, &kMovingDTypes}};
+  for (const auto& [op, kernel, dtypes] : kernels) {
+    register_kernel(op->name, DeviceType::cpu, *dtypes, kernel);
+    register_kernel(op->name, DeviceType::cuda, *dtypes, kernel);
   }
   return true;
 }();

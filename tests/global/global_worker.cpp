@@ -170,6 +170,18 @@ void run_boxing(int n) {
       convert_and_check(ints, all, from, all, to);
     }
   }
+  // Every dtype moves (boolean masks and bf16 activations included): the
+  // layouts that only move data, through all-gather, all-to-all and slicing.
+  for (DType dtype : {DType::bf16, DType::f16, DType::i32, DType::u8, DType::boolean}) {
+    Tensor typed = tessera::testing::uniform({6, 4}, -3, 3, 5, DType::f32).to(dtype);
+    for (const NdSbp& from :
+         {NdSbp(Sbp::split(0)), NdSbp(Sbp::split(1)), NdSbp(Sbp::broadcast())}) {
+      for (const NdSbp& to :
+           {NdSbp(Sbp::split(1)), NdSbp(Sbp::broadcast()), NdSbp(Sbp::split(0))}) {
+        convert_and_check(typed, all, from, all, to);
+      }
+    }
+  }
   // Between placements: a subset, the reversed order, and back.
   std::vector<int> reversed;
   for (int r = n; r-- > 0;) reversed.push_back(r);
