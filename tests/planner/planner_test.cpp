@@ -431,22 +431,33 @@ TEST(Planner, PlansADescribedGptWithoutAllocatingIt) {
   EXPECT_THROW_MSG(trace_gpt_step(GptSpec{.heads = 3}, names), "heads (3) must divide d_model");
 }
 
+// A 4-layer GPT of width 64 traced on meta tensors, its cost graph on
+// `mesh`, and search options without integer programs.
+struct SmallGpt {
+  nn::Module::NamedTensors names;
+  graph::Graph step;
+  PlanOptions options;
+  CostGraph graph;
+  SearchOptions local_search;
+  explicit SmallGpt(std::vector<int64_t> mesh) {
+    GptSpec spec;
+    spec.d_model = 64;
+    spec.sequence = 32;
+    step = trace_gpt_step(spec, names);
+    options.mesh = Placement::cpu_mesh(mesh);
+    graph = cost_graph_of(step, options, names);
+    local_search.ilp_seconds = 0;
+  }
+};
+
 TEST(PlannerSearch, OnATracedGptTheIntegerProgramProvesTheOptimum) {
   // A 4-layer GPT on 4 ranks in a row: elimination leaves hundreds of
   // nodes, too many for branch and bound, and local search stops far from
   // the optimum (72% above it when this was written); the integer program
   // solves it.
-  GptSpec spec;
-  spec.d_model = 64;
-  spec.sequence = 32;
-  nn::Module::NamedTensors names;
-  const graph::Graph step = trace_gpt_step(spec, names);
-  PlanOptions options;
-  options.mesh = Placement::cpu_mesh({4});
-  const CostGraph graph = cost_graph_of(step, options, names);
-  SearchOptions heuristic;
-  heuristic.ilp_seconds = 0;
-  const Solution found = solve(graph, heuristic);
+  const SmallGpt gpt({4});
+  const CostGraph& graph = gpt.graph;
+  const Solution found = solve(graph, gpt.local_search);
   ASSERT_FALSE(found.exact);
   ASSERT_GT(found.remaining, 100);
   IlpOptions exact;
@@ -462,7 +473,7 @@ TEST(PlannerSearch, OnATracedGptTheIntegerProgramProvesTheOptimum) {
   const Solution solved = solve(graph);
   EXPECT_TRUE(solved.exact);
   EXPECT_NEAR(solved.cost, optimum.cost, 1e-9 * optimum.cost);
-  const Plan planned = plan(step, options, names);
+  const Plan planned = plan(gpt.step, gpt.options, gpt.names);
   EXPECT_TRUE(planned.exact);
   EXPECT_HAS(planned.explain(), "proven optimal");
 }
@@ -470,17 +481,9 @@ TEST(PlannerSearch, OnATracedGptTheIntegerProgramProvesTheOptimum) {
 TEST(PlannerSearch, OnATwoDimensionalMeshTooLargeForOneProgramItSearchesAxisByAxis) {
   // The same GPT on [2, 2]: the whole program would have some 8e5 columns,
   // so the search solves one mesh axis at a time.
-  GptSpec spec;
-  spec.d_model = 64;
-  spec.sequence = 32;
-  nn::Module::NamedTensors names;
-  const graph::Graph step = trace_gpt_step(spec, names);
-  PlanOptions options;
-  options.mesh = Placement::cpu_mesh({2, 2});
-  const CostGraph graph = cost_graph_of(step, options, names);
-  SearchOptions heuristic;
-  heuristic.ilp_seconds = 0;
-  const Solution found = solve(graph, heuristic);
+  const SmallGpt gpt({2, 2});
+  const CostGraph& graph = gpt.graph;
+  const Solution found = solve(graph, gpt.local_search);
   const Solution axis_by_axis = solve(graph);
   EXPECT_FALSE(axis_by_axis.exact);
   EXPECT_DOUBLE_EQ(graph.cost(axis_by_axis.choice), axis_by_axis.cost);
@@ -491,7 +494,7 @@ TEST(PlannerSearch, OnATwoDimensionalMeshTooLargeForOneProgramItSearchesAxisByAx
   // lies between the optimum and local search's.
   Mlp mlp(16, 32, 4);
   const graph::Graph small = mlp.trace(64, 16, true, true);
-  const CostGraph small_graph = cost_graph_of(small, options, mlp.names);
+  const CostGraph small_graph = cost_graph_of(small, gpt.options, mlp.names);
   const IlpSolution optimum = solve_ilp(small_graph);
   ASSERT_TRUE(optimum.optimal);
   SearchOptions by_axis;
