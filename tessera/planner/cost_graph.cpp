@@ -421,6 +421,14 @@ class Reducer {
   std::vector<Record> records_;
 };
 
+IlpOptions ilp_options_of(const SearchOptions& options) {
+  IlpOptions ilp;
+  ilp.memory_weight = options.memory_weight;
+  ilp.seconds = options.ilp_seconds;
+  ilp.max_columns = options.ilp_max_columns;
+  return ilp;
+}
+
 // Improves `choice` one mesh axis at a time (a large-neighbourhood
 // search): for axis a, each node may take any strategy that agrees with
 // its chosen one on every other axis, and the integer program over those
@@ -443,10 +451,7 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
     // allowed[v]: v's strategies in this neighbourhood; the chosen first.
     std::vector<std::vector<int>> allowed(nodes.size());
     CostGraph neighbourhood;
-    IlpOptions ilp;
-    ilp.memory_weight = options.memory_weight;
-    ilp.seconds = options.ilp_seconds;
-    ilp.max_columns = options.ilp_max_columns;
+    IlpOptions ilp = ilp_options_of(options);
     for (size_t v = 0; v < nodes.size(); ++v) {
       const ChoiceNode& node = nodes[v];
       const int chosen = choice[v];
@@ -525,10 +530,7 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
     // The whole graph, not what elimination left: its edges are boxing
     // costs by layout, which the program's classes compress (ilp.cpp);
     // elimination's folded edges have no such structure.
-    IlpOptions ilp;
-    ilp.memory_weight = options.memory_weight;
-    ilp.seconds = options.ilp_seconds;
-    ilp.max_columns = options.ilp_max_columns;
+    IlpOptions ilp = ilp_options_of(options);
     ilp.start = solution.choice;
     const IlpSolution solved = solve_ilp(graph, ilp);  // (too_large: no choice, bound 0)
     if (!solved.choice.empty() && solved.cost < solution.cost) {
@@ -536,7 +538,8 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
       solution.cost = solved.cost;
     }
     solution.exact = solved.optimal && solved.cost <= solution.cost;
-    solution.lower_bound = solution.exact ? solution.cost : solved.lower_bound;
+    solution.lower_bound =
+        solution.exact ? solution.cost : std::min(solved.lower_bound, solution.cost);
     if (solved.too_large && improve_by_axis(graph, options, solution.choice)) {
       solution.cost = graph.cost(solution.choice, options.memory_weight);
     }

@@ -189,7 +189,13 @@ IlpSolution solve_ilp(const CostGraph& graph, const IlpOptions& options) {
   IlpSolution solution;
   solution.columns = static_cast<int>(columns.size());
   solution.rows = static_cast<int>(row_value.size());
-  solution.lower_bound = std::max(0.0, Cbc_getBestPossibleObjValue(model.get()) / scale);
+  // CBC's bound, when it has one: none when it proved the program
+  // infeasible (every assignment costs kInfeasible somewhere) or ran out of
+  // time before a relaxation.
+  const double bound = Cbc_getBestPossibleObjValue(model.get()) / scale;
+  if (!Cbc_isProvenInfeasible(model.get()) && std::isfinite(bound) && bound < kInfeasible / 2) {
+    solution.lower_bound = std::max(0.0, bound);
+  }
   if (const double* best = Cbc_bestSolution(model.get())) {
     solution.choice.resize(nodes.size());
     for (size_t v = 0; v < nodes.size(); ++v) {

@@ -42,6 +42,16 @@ std::string mib_str(double bytes) {
   return text;
 }
 
+// A layout's part on each mesh axis as a number (its kind and split dim):
+// equal numbers, equal parts (CostGraph's node parts).
+std::vector<int> axis_parts(const NdSbp& sbp) {
+  std::vector<int> parts;
+  for (int a = 0; a < sbp.ndim(); ++a) {
+    parts.push_back(static_cast<int>(sbp[a].kind) * 64 + static_cast<int>(sbp[a].axis));
+  }
+  return parts;
+}
+
 // Every layout of `shape` on `mesh`: broadcast, or split along a dim at
 // least as long as the mesh axis, on each axis.
 std::vector<NdSbp> layouts_of(const Shape& shape, const Placement& mesh) {
@@ -420,11 +430,7 @@ class Problem {
       const double bytes = local_bytes(meta, mesh_, sbp);
       cost.push_back(trained ? update_cost(bytes) : 0.0);
       memory.push_back(is_input ? bytes : bytes * (trained ? 2 + options_.optimizer_states : 1));
-      std::vector<int> part;  // per mesh axis: its kind and split axis, as one number
-      for (int a = 0; a < sbp.ndim(); ++a) {
-        part.push_back(static_cast<int>(sbp[a].kind) * 64 + static_cast<int>(sbp[a].axis));
-      }
-      parts.push_back(std::move(part));
+      parts.push_back(axis_parts(sbp));
     }
     const int id =
         cost_.add_node(source.name, std::move(cost), std::move(memory), std::move(parts));
@@ -492,10 +498,7 @@ class Problem {
     for (const NdSbp& sbp : layouts_of(meta.shape, mesh_)) {
       if (!global::splits_evenly(meta.shape, mesh_, sbp)) continue;
       global::LayoutOption option;
-      for (int a = 0; a < sbp.ndim(); ++a) {
-        option.choice.push_back(static_cast<size_t>(sbp[a].kind) * 64 +
-                                static_cast<size_t>(sbp[a].axis));
-      }
+      for (int part : axis_parts(sbp)) option.choice.push_back(static_cast<size_t>(part));
       option.output_sbps = {sbp};
       const TensorMeta local{global::local_shape(meta.shape, mesh_, sbp, 0), meta.dtype,
                              meta.device};

@@ -141,6 +141,25 @@ TEST(PlannerSearch, TheIntegerProgramKeepsItsStartAndRejectsBadOnes) {
   EXPECT_THROW_MSG(solve_ilp(graph, options), "time limit must be positive seconds, got 0");
 }
 
+TEST(PlannerSearch, AProgramWithNoFeasibleAssignmentClaimsNoBound) {
+  // Every strategy of b is ruled out: the program has no solution, and
+  // neither it nor the search may claim a bound above what they return.
+  CostGraph graph;
+  const int a = graph.add_node("a", {1, 2, 3});
+  const int b = graph.add_node("b", {kInfeasible, kInfeasible});
+  const int c = graph.add_node("c", {1, 2});
+  graph.add_edge(a, b, {0, 1, 1, 0, 2, 2});
+  graph.add_edge(b, c, {0, 1, 1, 0});
+  graph.add_edge(a, c, {0, 1, 1, 0, 3, 3});
+  const IlpSolution program = solve_ilp(graph);
+  EXPECT_TRUE(program.choice.empty());
+  EXPECT_EQ(program.lower_bound, 0.0);
+  SearchOptions options;
+  options.exact_limit = 1;
+  const Solution found = solve(graph, options);
+  EXPECT_LE(found.lower_bound, found.cost);
+}
+
 TEST(PlannerSearch, RejectsMalformedGraphs) {
   CostGraph graph;
   EXPECT_THROW_MSG(graph.add_node("empty", {}), "at least one strategy");
