@@ -1,6 +1,7 @@
 #include "tessera/planner/cost_graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -429,6 +430,53 @@ IlpOptions ilp_options_of(const SearchOptions& options) {
   return ilp;
 }
 
+// The integer program over a neighbourhood of `choice`: node v may take
+// the strategies allowed[v] (its chosen one first). Replaces `choice` when
+// the program finds a cheaper assignment; returns whether it did, and sets
+// `too_large` when the program was too large to state.
+bool improve_within(const CostGraph& graph, const IlpOptions& options,
+                    const std::vector<std::vector<int>>& allowed, std::vector<int>& choice,
+                    bool& too_large) {
+  const std::vector<ChoiceNode>& nodes = graph.nodes();
+  CostGraph neighbourhood;
+  IlpOptions ilp = options;
+  ilp.start.clear();
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    std::vector<double> cost, memory;
+    for (int s : allowed[v]) {
+      cost.push_back(nodes[v].cost[static_cast<size_t>(s)]);
+      memory.push_back(nodes[v].memory[static_cast<size_t>(s)]);
+    }
+    neighbourhood.add_node({}, std::move(cost), std::move(memory));
+    ilp.start.push_back(0);
+  }
+  for (const ChoiceEdge& edge : graph.edges()) {
+    const size_t cols = graph.strategies(edge.to);
+    const std::vector<int>& rows_kept = allowed[static_cast<size_t>(edge.from)];
+    const std::vector<int>& cols_kept = allowed[static_cast<size_t>(edge.to)];
+    std::vector<double> cost;
+    cost.reserve(rows_kept.size() * cols_kept.size());
+    for (int f : rows_kept) {
+      for (int t : cols_kept)
+        cost.push_back(edge.cost[static_cast<size_t>(f) * cols + static_cast<size_t>(t)]);
+    }
+    neighbourhood.add_edge(edge.from, edge.to, std::move(cost));
+  }
+  const IlpSolution solved = solve_ilp(neighbourhood, ilp);
+  too_large = solved.too_large;
+  if (solved.choice.empty()) return false;
+  std::vector<int> candidate(nodes.size());
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    candidate[v] = allowed[v][static_cast<size_t>(solved.choice[v])];
+  }
+  if (graph.cost(candidate, options.memory_weight) <
+      graph.cost(choice, options.memory_weight) * (1 - 1e-12)) {
+    choice = std::move(candidate);
+    return true;
+  }
+  return false;
+}
+
 // Improves `choice` one mesh axis at a time (a large-neighbourhood
 // search): for axis a, each node may take any strategy that agrees with
 // its chosen one on every other axis, and the integer program over those
@@ -441,17 +489,13 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
     if (!node.parts.empty()) axes = std::max(axes, node.parts.front().size());
   }
   if (axes < 2) return false;
-  double best = graph.cost(choice, options.memory_weight);
   // An axis's neighbourhood is fixed by the others' parts: once `axes`
   // programs in a row (the one that last changed the choice included)
   // changed nothing, none would.
   size_t unchanged = 0;
   for (size_t step = 0; step < 4 * axes && unchanged < axes; ++step) {
     const size_t axis = step % axes;
-    // allowed[v]: v's strategies in this neighbourhood; the chosen first.
     std::vector<std::vector<int>> allowed(nodes.size());
-    CostGraph neighbourhood;
-    IlpOptions ilp = ilp_options_of(options);
     for (size_t v = 0; v < nodes.size(); ++v) {
       const ChoiceNode& node = nodes[v];
       const int chosen = choice[v];
@@ -467,41 +511,69 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
         }
         if (agrees) allowed[v].push_back(static_cast<int>(s));
       }
-      std::vector<double> cost, memory;
-      for (int s : allowed[v]) {
-        cost.push_back(node.cost[static_cast<size_t>(s)]);
-        memory.push_back(node.memory[static_cast<size_t>(s)]);
-      }
-      neighbourhood.add_node({}, std::move(cost), std::move(memory));
-      ilp.start.push_back(0);
     }
-    for (const ChoiceEdge& edge : graph.edges()) {
-      const size_t cols = graph.strategies(edge.to);
-      const std::vector<int>& rows_kept = allowed[static_cast<size_t>(edge.from)];
-      const std::vector<int>& cols_kept = allowed[static_cast<size_t>(edge.to)];
-      std::vector<double> cost;
-      cost.reserve(rows_kept.size() * cols_kept.size());
-      for (int f : rows_kept) {
-        for (int t : cols_kept)
-          cost.push_back(edge.cost[static_cast<size_t>(f) * cols + static_cast<size_t>(t)]);
-      }
-      neighbourhood.add_edge(edge.from, edge.to, std::move(cost));
-    }
-    const IlpSolution solved = solve_ilp(neighbourhood, ilp);
+    bool too_large = false;
     ++unchanged;
-    if (solved.choice.empty()) continue;
-    std::vector<int> candidate(nodes.size());
-    for (size_t v = 0; v < nodes.size(); ++v) {
-      candidate[v] = allowed[v][static_cast<size_t>(solved.choice[v])];
-    }
-    const double cost = graph.cost(candidate, options.memory_weight);
-    if (cost < best * (1 - 1e-12)) {
-      best = cost;
-      choice = std::move(candidate);
-      unchanged = 1;
-    }
+    if (improve_within(graph, ilp_options_of(options), allowed, choice, too_large)) unchanged = 1;
   }
   return true;
+}
+
+// Improves `choice` window by window (a large-neighbourhood search where
+// the whole program is too large): a run of consecutive nodes, with the
+// nodes they share an edge with, may take any strategy, every other node
+// keeps its own, and the integer program over that picks the best. Windows
+// overlap by half, halve while their program is too large, and sweeps
+// repeat while one helps, within a quarter of options.ilp_seconds in all. This is
+// what escapes the local optima single-node moves cannot leave: a chain of
+// ops that must change layout together (a head and its loss).
+void improve_by_window(const CostGraph& graph, const SearchOptions& options,
+                       std::vector<int>& choice) {
+  const std::vector<ChoiceNode>& nodes = graph.nodes();
+  const size_t n = nodes.size();
+  if (n < 2 || options.ilp_seconds <= 0) return;
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  std::vector<std::vector<int>> neighbours(n);
+  for (const ChoiceEdge& edge : graph.edges()) {
+    neighbours[static_cast<size_t>(edge.from)].push_back(edge.to);
+    neighbours[static_cast<size_t>(edge.to)].push_back(edge.from);
+  }
+  IlpOptions ilp = ilp_options_of(options);
+  ilp.seconds = options.ilp_seconds / 16;
+  size_t width = std::min<size_t>(n, 512);
+  for (int sweep = 0; sweep < 4; ++sweep) {
+    bool improved = false;
+    size_t first = 0;
+    while (first < n) {
+      if (elapsed() > options.ilp_seconds / 4) return;
+      const size_t last = std::min(n, first + width);
+      std::vector<bool> free(n, false);
+      for (size_t v = first; v < last; ++v) {
+        free[v] = true;
+        for (int u : neighbours[v]) free[static_cast<size_t>(u)] = true;
+      }
+      std::vector<std::vector<int>> allowed(n);
+      for (size_t v = 0; v < n; ++v) {
+        allowed[v].push_back(choice[v]);
+        if (!free[v]) continue;
+        for (size_t s = 0; s < nodes[v].cost.size(); ++s) {
+          if (static_cast<int>(s) != choice[v]) allowed[v].push_back(static_cast<int>(s));
+        }
+      }
+      bool too_large = false;
+      improved = improve_within(graph, ilp, allowed, choice, too_large) || improved;
+      if (too_large && width > 8) {
+        width /= 2;  // this window again, smaller
+        continue;
+      }
+      if (last == n) break;
+      first += std::max<size_t>(width / 2, 1);
+    }
+    if (!improved) return;
+  }
 }
 
 }  // namespace
@@ -540,7 +612,10 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
     solution.exact = solved.optimal && solved.cost <= solution.cost;
     solution.lower_bound =
         solution.exact ? solution.cost : std::min(solved.lower_bound, solution.cost);
-    if (solved.too_large && improve_by_axis(graph, options, solution.choice)) {
+    if (solved.too_large) {
+      if (!improve_by_axis(graph, options, solution.choice)) {
+        improve_by_window(graph, options, solution.choice);
+      }
       solution.cost = graph.cost(solution.choice, options.memory_weight);
     }
   }

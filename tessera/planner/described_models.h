@@ -34,4 +34,23 @@ int64_t gpt_parameters(const GptSpec& spec);
 // does not describe a model (heads not dividing d_model, sizes below 1).
 graph::Graph trace_gpt_step(const GptSpec& spec, nn::Module::NamedTensors& names);
 
+// One pipeline stage of that model: blocks [first_layer, first_layer +
+// layers), after the embeddings on the first stage and before the final
+// norm, head and loss on the last. A stage's step runs one micro-batch
+// (spec.batch sequences) forward and backward:
+//   first stage:  inputs (tokens, gradient of its output); outputs (its output)
+//   middle stage: inputs (activation, gradient of its output);
+//                 outputs (its output, gradient of the activation)
+//   last stage:   inputs (activation, targets); outputs (loss, gradient of the activation)
+// The step's first output is where its forward pass ends. A stage that is
+// both first and last is trace_gpt_step's whole step.
+struct GptStage {
+  int64_t first_layer = 0;
+  int64_t layers = 0;
+  bool first = true;
+  bool last = true;
+};
+graph::Graph trace_gpt_stage(const GptSpec& spec, const GptStage& stage,
+                             nn::Module::NamedTensors& names);
+
 }  // namespace tessera::planner

@@ -23,25 +23,6 @@ std::string sbps_str(const std::vector<NdSbp>& sbps) {
   return text + ")";
 }
 
-std::string seconds_str(double seconds) {
-  const double ms = seconds * 1e3;
-  char text[32];
-  if (std::abs(ms) >= 100) {
-    std::snprintf(text, sizeof text, "%.0f ms", ms);
-  } else if (std::abs(ms) >= 0.1) {
-    std::snprintf(text, sizeof text, "%.3g ms", ms);
-  } else {
-    std::snprintf(text, sizeof text, "%.3g us", ms * 1e3);
-  }
-  return text;
-}
-
-std::string mib_str(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f MiB", bytes / kMiB);
-  return text;
-}
-
 // A layout's part on each mesh axis as a number (its kind and split dim):
 // equal numbers, equal parts (CostGraph's node parts).
 std::vector<int> axis_parts(const NdSbp& sbp) {
@@ -97,6 +78,8 @@ class Problem {
     TESSERA_CHECK(mesh_.defined(), "[planner] PlanOptions::mesh is not set");
     TESSERA_CHECK(mesh_.ndim() == 1 || mesh_.ndim() == 2,
                   "[planner] plans for 1-D and 2-D meshes; got ", placement_str(mesh_));
+    TESSERA_CHECK(options.micro_batches >= 1, "[planner] PlanOptions::micro_batches must be ",
+                  "at least 1, got ", options.micro_batches);
     TESSERA_CHECK(!graph.is_global(),
                   "[planner] plans a step traced on local tensors (the "
                   "logical step), not one already laid out on a mesh");
@@ -200,6 +183,12 @@ class Problem {
                           source.layouts[static_cast<size_t>(choice[k])]);
     }
     double peak = live;
+    const std::vector<int>& outputs = graph_.outputs();
+    const int forward_end =
+        outputs.empty() || graph_.value(outputs[0]).kind != graph::ValueKind::node
+            ? -1
+            : graph_.value(outputs[0]).node;
+    double gradients_inline = 0;  // gradient traffic on the compute's own path
     for (size_t k = 0; k < ops_.size(); ++k) {
       const OpNode& op = ops_[k];
       const int id = n_sources + static_cast<int>(k);
@@ -235,6 +224,7 @@ class Problem {
           stream_free = std::max(stream_free, now) + seconds;
         } else {
           now += seconds;
+          gradients_inline += seconds;
         }
       }
       for (int value : node.inputs) {
@@ -243,10 +233,17 @@ class Problem {
           live_bytes[static_cast<size_t>(value)] = 0;
         }
       }
+      if (op.node == forward_end) {
+        p.forward_seconds = now - gradients_inline;
+        p.saved_bytes = live;
+      }
     }
     // Gradients made by no node (a parameter's gradient that is itself a
     // traced input) do not occur; the optimizer runs once all are in.
     const double end = std::max(now, stream_free) + update_seconds;
+    p.micro_batch_seconds = now - gradients_inline;
+    p.update_seconds = update_seconds;
+    p.gradient_tail_seconds = end - update_seconds - p.micro_batch_seconds;
     p.compute_seconds += update_seconds;
     p.communication_seconds = blocking + gradients;
     p.step_seconds = end;
@@ -428,7 +425,8 @@ class Problem {
     std::vector<std::vector<int>> parts;
     for (const NdSbp& sbp : source.layouts) {
       const double bytes = local_bytes(meta, mesh_, sbp);
-      cost.push_back(trained ? update_cost(bytes) : 0.0);
+      cost.push_back(trained ? update_cost(bytes) / static_cast<double>(options_.micro_batches)
+                             : 0.0);
       memory.push_back(is_input ? bytes : bytes * (trained ? 2 + options_.optimizer_states : 1));
       parts.push_back(axis_parts(sbp));
     }
@@ -566,7 +564,9 @@ class Problem {
     return gradient_source_.empty() ? -1 : gradient_source_[static_cast<size_t>(value)];
   }
 
-  size_t add_passage(int value, int to, const std::vector<NdSbp>& targets, bool in_place) {
+  // `weight`: how much the search weighs the passage per run of the step.
+  size_t add_passage(int value, int to, const std::vector<NdSbp>& targets, bool in_place,
+                     double weight = 1) {
     const std::vector<NdSbp> from = producer_layouts(value);
     const TensorMeta& meta = graph_.value(value).meta;
     Passage passage;
@@ -578,7 +578,13 @@ class Problem {
                                            : boxing(meta, source, target).seconds);
       }
     }
-    cost_.add_edge(passage.from, passage.to, passage.seconds);
+    std::vector<double> weighed = passage.seconds;
+    if (weight != 1) {
+      for (double& seconds : weighed) {
+        if (seconds < kInfeasible / 2) seconds *= weight;
+      }
+    }
+    cost_.add_edge(passage.from, passage.to, std::move(weighed));
     passages_.push_back(std::move(passage));
     return passages_.size() - 1;
   }
@@ -611,7 +617,8 @@ class Problem {
       TESSERA_CHECK(source >= 0 && value.kind == graph::ValueKind::node,
                     "[planner] a gradient the step writes is not made by one of its ops");
       const size_t passage =
-          add_passage(write.value, source, sources_[static_cast<size_t>(source)].layouts, false);
+          add_passage(write.value, source, sources_[static_cast<size_t>(source)].layouts, false,
+                      1 / static_cast<double>(options_.micro_batches));
       gradients_.push_back({value.node, passage});
     }
   }
@@ -701,6 +708,25 @@ class Problem {
 
 }  // namespace
 
+std::string seconds_str(double seconds) {
+  const double ms = seconds * 1e3;
+  char text[32];
+  if (std::abs(ms) >= 100) {
+    std::snprintf(text, sizeof text, "%.0f ms", ms);
+  } else if (std::abs(ms) >= 0.1) {
+    std::snprintf(text, sizeof text, "%.3g ms", ms);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g us", ms * 1e3);
+  }
+  return text;
+}
+
+std::string mib_str(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MiB", bytes / kMiB);
+  return text;
+}
+
 CostGraph cost_graph_of(const graph::Graph& graph, const PlanOptions& options,
                         const nn::Module::NamedTensors& names) {
   return Problem(graph, options, names).cost_graph();
@@ -752,14 +778,13 @@ Plan plan(const graph::Graph& graph, const PlanOptions& options,
     }
     if (!found) {
       const StepPrediction least = problem.predict(solution.choice);
-      TESSERA_CHECK(false, "[planner] no plan fits ", mib_str(budget), " per rank on ",
-                    placement_str(options.mesh), ". The smallest plan found needs ",
-                    mib_str(least.peak_bytes), ": ", mib_str(least.state_bytes),
-                    " of parameters, gradients and optimizer state (largest: ",
-                    problem.largest_state(solution.choice), ") and ",
-                    mib_str(least.activation_bytes),
-                    " of activations at the peak. Give a budget of at least ",
-                    mib_str(least.peak_bytes), ", or more ranks");
+      throw BudgetError(str_cat(
+          "[planner] no plan fits ", mib_str(budget), " per rank on ", placement_str(options.mesh),
+          ". The smallest plan found needs ", mib_str(least.peak_bytes), ": ",
+          mib_str(least.state_bytes), " of parameters, gradients and optimizer state (largest: ",
+          problem.largest_state(solution.choice), ") and ", mib_str(least.activation_bytes),
+          " of activations at the peak. Give a budget of at least ", mib_str(least.peak_bytes),
+          ", or more ranks"));
     }
     double fit_weight = high;
     for (int round = 0; round < 10 && low > 0; ++round) {

@@ -47,6 +47,11 @@ struct PlanOptions {
   // gradient buckets reduce on a communication thread), where the model
   // says collectives overlap compute at all (CostModel::overlaps_communication).
   bool overlap_gradients = true;
+  // Micro-batches the step's gradients accumulate over before they are
+  // reduced and applied (a pipeline stage's step is one micro-batch): the
+  // search weighs gradient traffic and the optimizer update once per this
+  // many runs of the rest of the step.
+  int64_t micro_batches = 1;
   // Layouts fixed in advance, by tensor name (a parameter's qualified name,
   // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
   std::map<std::string, NdSbp> pinned;
@@ -89,6 +94,14 @@ struct StepPrediction {
   double activation_bytes = 0;       // peak of everything else alive
   double peak_bytes = 0;
   double flops = 0;  // whole-step FLOPs on one rank
+  // The parts a pipeline schedule composes (planner/pipeline.h):
+  double forward_seconds = 0;      // to the node that makes the step's first output
+  double micro_batch_seconds = 0;  // compute and blocking boxing, no gradient traffic or update
+  double update_seconds = 0;       // the optimizer's update
+  // Gradient traffic still running after the last compute (all of it where
+  // it does not overlap): step = micro_batch + gradient_tail + update.
+  double gradient_tail_seconds = 0;
+  double saved_bytes = 0;  // activations alive when the forward pass ends (kept for backward)
 };
 
 class Plan {
@@ -132,16 +145,26 @@ class Plan {
   std::vector<std::vector<std::pair<int, int>>> op_inputs;
 };
 
+// How explain() prints a time ("12.3 ms", "950 us") and bytes ("1.50 MiB").
+std::string seconds_str(double seconds);
+std::string mib_str(double bytes);
+
 // Parses to_json()'s text into pins for PlanOptions::pinned; raises on
 // malformed text, naming the entry.
 std::map<std::string, NdSbp> pins_from_json(const std::string& text, int mesh_ndim);
 // "S(0)", "B", "P(sum)": one mesh axis's layout.
 Sbp parse_sbp(const std::string& text);
 
+// What plan() raises when no plan fits options.memory_budget.
+class BudgetError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Plans `graph` (a logical step) for options.mesh. `names` names the
 // graph's variables (a module's named_parameters()); others are
 // "variable k". Raises when options.memory_budget cannot be met, naming
-// the smallest budget the search found and what takes it.
+// the smallest budget the search found and what takes it (a BudgetError).
 Plan plan(const graph::Graph& graph, const PlanOptions& options,
           const nn::Module::NamedTensors& names = {});
 

@@ -527,6 +527,29 @@ TEST(PlannerSearch, OnATwoDimensionalMeshTooLargeForOneProgramItSearchesAxisByAx
   EXPECT_LE(got.cost, local.cost * (1 + 1e-9));
 }
 
+TEST(PlannerSearch, OnOneMeshAxisTooLargeForOneProgramItSearchesWindowByWindow) {
+  // The GPT on 4 ranks in a row with a column limit its whole program
+  // exceeds: the search solves windows of consecutive nodes instead, which
+  // takes it from local search's answer towards the optimum.
+  const SmallGpt gpt({4});
+  const CostGraph& graph = gpt.graph;
+  const Solution local = solve(graph, gpt.local_search);
+  IlpOptions exact;
+  exact.seconds = 60;
+  const IlpSolution optimum = solve_ilp(graph, exact);
+  ASSERT_TRUE(optimum.optimal);
+  SearchOptions windows;
+  windows.ilp_max_columns = static_cast<size_t>(optimum.columns) / 4;
+  windows.ilp_seconds = 40;
+  const Solution got = solve(graph, windows);
+  EXPECT_FALSE(got.exact);
+  EXPECT_DOUBLE_EQ(graph.cost(got.choice), got.cost);
+  EXPECT_GE(got.cost, optimum.cost * (1 - 1e-9));
+  EXPECT_LT(got.cost, local.cost);
+  std::printf("local search %.6g s, window by window %.6g s, optimum %.6g s\n", local.cost,
+              got.cost, optimum.cost);
+}
+
 TEST(Planner, LayoutScriptsDoNotNest) {
   global::LayoutScript outer({});
   EXPECT_THROW_MSG(global::LayoutScript({}), "scripts do not nest");
