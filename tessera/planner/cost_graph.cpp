@@ -522,11 +522,13 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
 // Improves `choice` window by window (a large-neighbourhood search where
 // the whole program is too large): a run of consecutive nodes, with the
 // nodes they share an edge with, may take any strategy, every other node
-// keeps its own, and the integer program over that picks the best. Windows
-// overlap by half, halve while their program is too large, and sweeps
-// repeat while one helps, within a quarter of options.ilp_seconds in all. This is
-// what escapes the local optima single-node moves cannot leave: a chain of
-// ops that must change layout together (a head and its loss).
+// keeps its own, and the integer program over that picks the best. The
+// windows are centred on the nodes that cost the most under the current
+// choice (their own cost and their edges'), the costliest first; they
+// halve while their program is too large, and sweeps repeat while one
+// helps, within a quarter of options.ilp_seconds in all. This is what
+// moves chains of ops that must change layout together (a head, its loss
+// and their backward), which single-node moves cannot.
 void improve_by_window(const CostGraph& graph, const SearchOptions& options,
                        std::vector<int>& choice) {
   const std::vector<ChoiceNode>& nodes = graph.nodes();
@@ -536,24 +538,44 @@ void improve_by_window(const CostGraph& graph, const SearchOptions& options,
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
-  std::vector<std::vector<int>> neighbours(n);
+  std::vector<std::vector<const ChoiceEdge*>> incident(n);
   for (const ChoiceEdge& edge : graph.edges()) {
-    neighbours[static_cast<size_t>(edge.from)].push_back(edge.to);
-    neighbours[static_cast<size_t>(edge.to)].push_back(edge.from);
+    incident[static_cast<size_t>(edge.from)].push_back(&edge);
+    incident[static_cast<size_t>(edge.to)].push_back(&edge);
   }
   IlpOptions ilp = ilp_options_of(options);
   ilp.seconds = options.ilp_seconds / 16;
-  size_t width = std::min<size_t>(n, 512);
+  size_t width = std::min<size_t>(n, 256);
   for (int sweep = 0; sweep < 4; ++sweep) {
+    std::vector<double> share(n, 0.0);
+    for (size_t v = 0; v < n; ++v) {
+      const auto s = static_cast<size_t>(choice[v]);
+      share[v] = nodes[v].cost[s] + options.memory_weight * nodes[v].memory[s];
+      for (const ChoiceEdge* edge : incident[v]) {
+        share[v] += edge->cost[static_cast<size_t>(choice[static_cast<size_t>(edge->from)]) *
+                                   graph.strategies(edge->to) +
+                               static_cast<size_t>(choice[static_cast<size_t>(edge->to)])];
+      }
+    }
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return share[a] > share[b]; });
+    std::vector<bool> covered(n, false);
     bool improved = false;
-    size_t first = 0;
-    while (first < n) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t centre = order[k];
+      if (covered[centre]) continue;
       if (elapsed() > options.ilp_seconds / 4) return;
+      const size_t first = centre >= width / 2 ? centre - width / 2 : 0;
       const size_t last = std::min(n, first + width);
       std::vector<bool> free(n, false);
       for (size_t v = first; v < last; ++v) {
         free[v] = true;
-        for (int u : neighbours[v]) free[static_cast<size_t>(u)] = true;
+        for (const ChoiceEdge* edge : incident[v]) {
+          free[static_cast<size_t>(edge->from)] = true;
+          free[static_cast<size_t>(edge->to)] = true;
+        }
       }
       std::vector<std::vector<int>> allowed(n);
       for (size_t v = 0; v < n; ++v) {
@@ -566,11 +588,11 @@ void improve_by_window(const CostGraph& graph, const SearchOptions& options,
       bool too_large = false;
       improved = improve_within(graph, ilp, allowed, choice, too_large) || improved;
       if (too_large && width > 8) {
-        width /= 2;  // this window again, smaller
+        width /= 2;  // this centre again, a smaller window
+        --k;
         continue;
       }
-      if (last == n) break;
-      first += std::max<size_t>(width / 2, 1);
+      for (size_t v = first; v < last; ++v) covered[v] = true;
     }
     if (!improved) return;
   }

@@ -117,6 +117,10 @@ class Plan {
   // Proven: no plan's objective is lower (the objective when exact; an
   // integer program's bound when it ran and did not finish; else 0).
   double lower_bound = 0;
+  // The search's answer was predicted slower than data parallelism (its
+  // summed costs count gradient traffic the step hides), so this is the
+  // data-parallel start instead.
+  bool kept_data_parallel = false;
   int choice_nodes = 0;  // in the cost graph
   int remaining = 0;     // left after elimination
 
