@@ -35,6 +35,34 @@ double in_flight(int64_t index, int64_t stages, int64_t chunks, int64_t micro_ba
   return std::min(m * v, warm_up) / v;
 }
 
+// A stage's micro-batch time and peak memory per rank under the schedule:
+// `activation` is one micro-batch's activation bytes, `index` the stage's
+// place (its kind's first), `m` micro-batches of `chunks` chunks on
+// `stages` stages.
+void price_stage(StagePlan& stage, const GptSpec& spec, bool recompute, double activation,
+                 int64_t index, int64_t stages, int64_t chunks, int64_t m) {
+  const StepPrediction& prediction = stage.plan.prediction;
+  const auto blocks = static_cast<double>(stage.stage.layers);
+  const double block_flops = blocks * block_forward_flops(spec);
+  const double head_flops = stage.stage.last ? head_forward_flops(spec) : 0;
+  const double block_share =
+      block_flops + head_flops > 0 ? block_flops / (block_flops + head_flops) : 0;
+  stage.recompute_seconds = recompute ? prediction.forward_seconds * block_share : 0;
+  stage.micro_batch_seconds = prediction.micro_batch_seconds + stage.recompute_seconds;
+  stage.in_flight = in_flight(index, stages, chunks, m);
+  const double working = prediction.activation_bytes - prediction.saved_bytes;
+  if (recompute && blocks > 0) {
+    // Each block's input, whole on every tensor rank (as Megatron-LM keeps
+    // it), and what is not a block (the head's activations); one block's
+    // own activations while it is recomputed.
+    const double kept = blocks * activation + prediction.saved_bytes * (1 - block_share);
+    stage.peak_bytes = prediction.state_bytes + stage.in_flight * kept + working +
+                       prediction.saved_bytes * block_share / blocks;
+  } else {
+    stage.peak_bytes = prediction.state_bytes + stage.in_flight * prediction.saved_bytes + working;
+  }
+}
+
 }  // namespace
 
 std::string PipelinePlan::explain() const {
@@ -152,31 +180,9 @@ PipelinePlan plan_gpt_pipeline(const GptSpec& spec, const PipelineOptions& optio
     const int64_t m = spec.batch / (b * data);
     GptSpec micro = spec;
     micro.batch = b * data;
-    std::vector<StagePlan> planned;
-    for (const auto& [stage, count] : kinds) {
-      PlanOptions plan_options = options.plan;
-      plan_options.mesh = mesh;
-      plan_options.micro_batches = m;
-      // One micro-batch must fit the budget; the micro-batches in flight
-      // are counted below.
-      plan_options.pinned.clear();
-      nn::Module::NamedTensors names;
-      const graph::Graph graph = trace_gpt_stage(micro, stage, names);
-      StagePlan stage_plan;
-      stage_plan.stage = stage;
-      stage_plan.count = count;
-      try {
-        stage_plan.plan = plan(graph, plan_options, names);
-      } catch (const BudgetError& error) {
-        unfit.push_back("micro-batch " + std::to_string(b) + ": " + error.what());
-        break;
-      }
-      planned.push_back(std::move(stage_plan));
-    }
-    if (planned.size() < kinds.size()) continue;
-    // One hop: a micro-batch's activation (or its gradient) to the next
-    // stage, each tensor rank sending its 1/tensor piece over the link
-    // between the stages and the pieces gathered on the other side.
+    // One micro-batch's activation (or its gradient), and one hop of it to
+    // the next stage: each tensor rank sends its 1/tensor piece over the
+    // link between the stages, and the pieces are gathered on the other side.
     const double activation = static_cast<double>(b) * static_cast<double>(spec.sequence) *
                               static_cast<double>(spec.d_model) * element;
     double hop = 0;
@@ -188,6 +194,45 @@ PipelinePlan plan_gpt_pipeline(const GptSpec& spec, const PipelineOptions& optio
                                         activation / static_cast<double>(tensor), tensor);
       }
     }
+    std::vector<StagePlan> planned;
+    int64_t index = 0;
+    for (const auto& [stage, count] : kinds) {
+      PlanOptions plan_options = options.plan;
+      plan_options.mesh = mesh;
+      plan_options.micro_batches = m;
+      plan_options.pinned.clear();
+      nn::Module::NamedTensors names;
+      const graph::Graph graph = trace_gpt_stage(micro, stage, names);
+      StagePlan stage_plan;
+      stage_plan.stage = stage;
+      stage_plan.count = count;
+      // One micro-batch must fit the budget. With the micro-batches in
+      // flight (at their lightest, recomputed where that is allowed) it may
+      // not: then the stage is planned again under a budget smaller by the
+      // excess, a few times.
+      double stage_budget = budget;
+      bool fits = false;
+      for (int attempt = 0; attempt < 4 && !fits; ++attempt) {
+        plan_options.memory_budget = stage_budget;
+        try {
+          stage_plan.plan = plan(graph, plan_options, names);
+        } catch (const BudgetError& error) {
+          if (stage_plan.plan.ops.empty()) {
+            unfit.push_back("micro-batch " + std::to_string(b) + ": " + error.what());
+          }
+          break;  // (a tighter budget than one micro-batch needs: the last plan stays)
+        }
+        price_stage(stage_plan, spec, options.recompute != Recompute::off, activation, index, p, v,
+                    m);
+        fits = budget <= 0 || stage_plan.peak_bytes <= budget;
+        stage_budget -= (stage_plan.peak_bytes - budget) * 1.05;
+        if (stage_budget <= 0) break;
+      }
+      if (stage_plan.plan.ops.empty()) break;  // not even one micro-batch fits
+      planned.push_back(std::move(stage_plan));
+      index += count;
+    }
+    if (planned.size() < kinds.size()) continue;
     for (Recompute recompute : recomputes) {
       PipelinePlan result;
       result.spec = spec;
@@ -201,34 +246,14 @@ PipelinePlan plan_gpt_pipeline(const GptSpec& spec, const PipelineOptions& optio
       result.plans = planned;
       double slowest = 0;
       double tail = 0;
-      int64_t index = 0;
+      int64_t at = 0;
       for (StagePlan& stage : result.plans) {
-        const StepPrediction& prediction = stage.plan.prediction;
-        const auto blocks = static_cast<double>(stage.stage.layers);
-        const double block_flops = blocks * block_forward_flops(spec);
-        const double head_flops = stage.stage.last ? head_forward_flops(spec) : 0;
-        const double block_share =
-            block_flops + head_flops > 0 ? block_flops / (block_flops + head_flops) : 0;
-        stage.recompute_seconds = result.recompute ? prediction.forward_seconds * block_share : 0;
-        stage.micro_batch_seconds = prediction.micro_batch_seconds + stage.recompute_seconds;
+        price_stage(stage, spec, result.recompute, activation, at, p, v, m);
         slowest = std::max(slowest, stage.micro_batch_seconds);
-        tail = std::max(tail, prediction.gradient_tail_seconds + prediction.update_seconds);
-        // The fullest stage this kind stands for is its first.
-        stage.in_flight = in_flight(index, p, v, m);
-        const double working = prediction.activation_bytes - prediction.saved_bytes;
-        double kept = prediction.saved_bytes;
-        if (result.recompute && blocks > 0) {
-          // Each block's input, whole on every tensor rank (as Megatron-LM
-          // keeps it), and what is not a block (the head's activations).
-          const double inputs = blocks * activation;
-          kept = inputs + prediction.saved_bytes * (1 - block_share);
-          stage.peak_bytes = prediction.state_bytes + stage.in_flight * kept + working +
-                             prediction.saved_bytes * block_share / blocks;
-        } else {
-          stage.peak_bytes = prediction.state_bytes + stage.in_flight * kept + working;
-        }
+        tail = std::max(tail, stage.plan.prediction.gradient_tail_seconds +
+                                  stage.plan.prediction.update_seconds);
         result.peak_bytes = std::max(result.peak_bytes, stage.peak_bytes);
-        index += stage.count;
+        at += stage.count;
       }
       result.transfer_seconds = p > 1 ? 2 * static_cast<double>(v) * hop : 0;
       result.slot_seconds = slowest + result.transfer_seconds;

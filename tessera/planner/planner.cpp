@@ -803,12 +803,18 @@ Plan plan(const graph::Graph& graph, const PlanOptions& options,
   // The search minimises summed costs, communication as if none overlapped;
   // the prediction hides gradient traffic behind the backward. Where data
   // parallelism (the start) is predicted faster and fits, it is the plan.
+  // (Per step of options.micro_batches micro-batches: the gradients are
+  // reduced and applied once.)
   bool kept_data_parallel = false;
   if (!data_parallel.empty() && data_parallel != solution.choice) {
+    auto per_step = [&](const StepPrediction& p) {
+      return static_cast<double>(options.micro_batches) * p.micro_batch_seconds +
+             p.gradient_tail_seconds + p.update_seconds;
+    };
     const StepPrediction found = problem.predict(solution.choice);
     const StepPrediction start_prediction = problem.predict(data_parallel);
     if ((budget <= 0 || start_prediction.peak_bytes <= budget) &&
-        start_prediction.step_seconds < found.step_seconds) {
+        per_step(start_prediction) < per_step(found)) {
       solution.choice = data_parallel;
       solution.cost = problem.cost_graph().cost(data_parallel, weight);
       solution.exact = false;

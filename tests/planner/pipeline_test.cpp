@@ -154,6 +154,27 @@ TEST(PlannerPipeline, RecomputationTradesTimeForMemoryAndABudgetChoosesIt) {
   EXPECT_THROW_MSG(plan_gpt_pipeline(spec, options), "no micro-batch size fits");
 }
 
+TEST(PlannerPipeline, AStageOverBudgetWithItsMicroBatchesInFlightIsPlannedAgainTighter) {
+  // Alone, one micro-batch of the first stage fits any budget below; with
+  // the four in flight it does not, so the stage is planned again under a
+  // budget smaller by the excess, and the pipeline fits.
+  GptSpec spec = small_spec();
+  spec.sequence = 64;
+  PipelineOptions options = options_of({2, 2}, 4);
+  options.micro_batch = 2;
+  options.recompute = Recompute::off;
+  const PipelinePlan free = plan_gpt_pipeline(spec, options);
+  const StagePlan& first = free.plans[0];
+  EXPECT_EQ(first.in_flight, 4);
+  const double budget = 0.8 * free.peak_bytes;
+  ASSERT_LT(first.plan.prediction.peak_bytes, budget);  // one micro-batch alone fits
+  options.plan.memory_budget = budget;
+  const PipelinePlan fitted = plan_gpt_pipeline(spec, options);
+  EXPECT_TRUE(fitted.fits);
+  EXPECT_LE(fitted.peak_bytes, budget);
+  EXPECT_GE(fitted.step_seconds, free.step_seconds * (1 - 1e-12));
+}
+
 TEST(PlannerPipeline, RejectsConfigurationsThatDoNotDivide) {
   const GptSpec spec = small_spec();
   EXPECT_THROW_MSG(plan_gpt_pipeline(spec, options_of({2}, 3)),
