@@ -240,6 +240,11 @@ int main(int argc, char** argv) {
                        pipeline.recompute != planner::Recompute::choose)) {
       usage("--micro-batch, --interleave and --recompute go with --pipeline (1: no stages)");
     }
+    if (pipelined && (!options.pinned.empty() || !dot_path.empty() || !save_path.empty())) {
+      usage(
+          "--pin, --dot and --save plan or write one step's layouts; with --pipeline each "
+          "stage has its own, so they are not taken (--explain prints every stage's plan)");
+    }
     if (pipelined) return plan_pipeline(spec, mesh, options, pipeline, explain);
     nn::Module::NamedTensors names;
     const graph::Graph step = planner::trace_gpt_step(spec, names);

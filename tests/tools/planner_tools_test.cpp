@@ -75,6 +75,9 @@ TEST(TesseraPlan, SaysWhatIsWrongWithItsArguments) {
            {"--mesh 2 --heads 3 --d-model 8", 1, "heads (3) must divide d_model (8)"},
            {"--mesh 2 --profile /nonexistent/profile.json", 1, "/nonexistent/profile.json"},
            {"--mesh 2 --pin w=Q", 1, "'Q' is not a layout"},
+           {"--mesh 2 --pipeline 2 --save plan.json", 2, "are not taken"},
+           {"--mesh 2 --micro-batch 2", 2, "go with --pipeline"},
+           {"--mesh 2 --pipeline 3 --layers 4", 1, "3 stages of 1 chunk(s) do not divide"},
            {"--mesh 2 --layers 1 --d-model 64 --heads 2 --vocab 64 --sequence 16 --batch 4 "
             "--memory-budget-gib 0.000001",
             1, "Give a budget of at least"}}) {
