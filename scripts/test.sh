@@ -25,6 +25,7 @@ trap 'rm -rf "$scratch"' EXIT
 ./build/examples/graph_tour
 ./build/tools/tessera-run -n 2 ./build/examples/graph_tour
 ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --steps 3 --d-model 32 --layers 1 --context 16 --batch-size 4 --save "$scratch/gpt_parallel"
+./build/tools/tessera-run -n 2 ./build/examples/gpt_parallel --auto --graph --steps 3 --d-model 32 --layers 1 --context 16 --batch-size 4
 
 echo "== fuzzing the file readers (IDX, safetensors, sharded-checkpoint index)"
 TESSERA_FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-30}" bash scripts/fuzz.sh

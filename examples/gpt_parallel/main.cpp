@@ -19,6 +19,10 @@
 // and trains on its layouts:
 //
 //   ./build/tools/tessera-run -n 4 ./build/examples/gpt_parallel --dp 2 --tp 2 --auto
+//
+// With --auto --graph the whole training step, written for one device, is
+// compiled with graph::compile's auto_parallel: its first call plans it,
+// lays the model out and runs it; later calls run the compiled graph.
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -47,6 +51,7 @@ struct Options {
   std::string save;
   uint64_t seed = 0;
   bool auto_parallel = false;
+  bool graph = false;
   double memory_budget_mib = 0;
   std::string profile;
 };
@@ -68,6 +73,8 @@ Options parse(int argc, char** argv) {
   flags.add("--seed", options.seed, "seed for initialisation and shuffling");
   flags.add_switch("--auto", options.auto_parallel,
                    "let the planner choose every layout (and print why)");
+  flags.add_switch("--graph", options.graph,
+                   "with --auto: compile each step as a graph (graph::compile's auto_parallel)");
   flags.add("--memory-budget-mib", options.memory_budget_mib,
             "with --auto: memory per rank the plan may use (0: no limit)");
   flags.add("--profile", options.profile,
@@ -76,6 +83,7 @@ Options parse(int argc, char** argv) {
   if (options.steps < 1 || options.batch_size < 1 || options.context < 2 || options.tp < 1 ||
       options.dp < 0)
     flags.fail("--steps, --batch-size and --tp must be at least 1, --context 2");
+  if (options.graph && !options.auto_parallel) flags.fail("--graph needs --auto");
   return options;
 }
 
@@ -118,7 +126,7 @@ int train(const Options& options) {
   NdSbp batch_layout = global::batch_sbp(2, /*dp_axis=*/0);
   NdSbp target_layout = batch_layout;
   planner::Plan plan;
-  if (options.auto_parallel) {
+  if (options.auto_parallel && !options.graph) {
     planner::PlanOptions plan_options;
     plan_options.memory_budget = options.memory_budget_mib * 1024 * 1024;
     if (!options.profile.empty()) {
@@ -133,22 +141,46 @@ int train(const Options& options) {
     batch_layout = plan.sbp_of("input 0");
     target_layout = plan.sbp_of("input 1");
     if (leader) std::printf("%s", plan.explain().c_str());
-  } else {
+  } else if (!options.auto_parallel) {
     global::parallelize(*model, mesh,
                         options.tp > 1 ? tensor_parallel_plan(options.layers)
                                        : std::map<std::string, global::TpStyle>{},
                         /*tp_axis=*/1);
   }
-  if (leader) {
+  auto describe = [&] {
+    if (!leader) return;
     std::printf("mesh [dp=%lld, tp=%lld] over %lld processes; batch %s\n",
                 static_cast<long long>(dp), static_cast<long long>(options.tp),
                 static_cast<long long>(processes), nd_sbp_str(batch_layout).c_str());
     std::printf("%s", global::describe_layout(*model).c_str());
-  }
+  };
+  if (!options.graph) describe();
 
   optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 0.1});
   optim::LinearWarmupCosine schedule(optimizer, std::min<int64_t>(100, options.steps / 10),
                                      options.steps, options.lr / 10);
+  // With --graph: the whole step, written for one device, compiled with
+  // auto_parallel; its first call plans it and lays the model out.
+  std::optional<graph::CompiledFunction> compiled;
+  if (options.graph) {
+    graph::CompileOptions compile_options{.mesh = mesh,
+                                          .auto_parallel = true,
+                                          .memory_budget = options.memory_budget_mib * 1024 * 1024,
+                                          .names = model->named_parameters()};
+    if (!options.profile.empty()) {
+      compile_options.cost_model = global::CostModel::from_file(options.profile);
+    }
+    compiled.emplace(graph::compile(
+        [&](const TensorVector& batch) -> TensorVector {
+          optimizer.zero_grad();
+          Tensor loss = loss_fn(model->forward(batch[0]).flatten(0, 1), batch[1].flatten());
+          loss.backward();
+          optim::clip_grad_norm_(model->parameters(), 1.0);
+          optimizer.step();
+          return {loss};
+        },
+        compile_options));
+  }
   const NdSbp broadcast = NdSbp::broadcast(2);
   utils::ProgressBar progress("training", options.steps, leader);
   int64_t step = 0;
@@ -156,20 +188,31 @@ int train(const Options& options) {
   for (int64_t epoch = 0; step < options.steps; ++epoch) {
     loader.set_epoch(epoch);
     for (const data::Example& batch : loader) {
-      Tensor inputs = batch.data.to_global(mesh, broadcast).to_global(mesh, batch_layout);
-      Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, target_layout);
-      optimizer.zero_grad();
       Tensor loss;
-      {
-        // With --auto, each op call takes the plan's signature.
-        std::optional<global::LayoutScript> follow;
-        if (options.auto_parallel) follow.emplace(plan.signatures());
-        Tensor logits = model->forward(inputs);
-        loss = loss_fn(logits.flatten(0, 1), targets.flatten());
-        loss.backward();
+      if (compiled) {
+        // The whole batch on every rank: the step lays it out as planned.
+        loss = (*compiled)({batch.data, batch.target})[0];
+        if (step == 0) {
+          const planner::Plan& planned = planner::plan_of(*compiled);
+          batch_layout = planned.sbp_of("input 0");
+          if (leader) std::printf("%s", planned.explain().c_str());
+          describe();
+        }
+      } else {
+        Tensor inputs = batch.data.to_global(mesh, broadcast).to_global(mesh, batch_layout);
+        Tensor targets = batch.target.to_global(mesh, broadcast).to_global(mesh, target_layout);
+        optimizer.zero_grad();
+        {
+          // With --auto, each op call takes the plan's signature.
+          std::optional<global::LayoutScript> follow;
+          if (options.auto_parallel) follow.emplace(plan.signatures());
+          Tensor logits = model->forward(inputs);
+          loss = loss_fn(logits.flatten(0, 1), targets.flatten());
+          loss.backward();
+        }
+        optim::clip_grad_norm_(model->parameters(), 1.0);
+        optimizer.step();
       }
-      optim::clip_grad_norm_(model->parameters(), 1.0);
-      optimizer.step();
       schedule.step();
       last = loss.item<float>();  // gathers the global loss on every rank
       progress.update(batch.data.size(0), last);

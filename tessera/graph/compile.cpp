@@ -61,6 +61,11 @@ std::string what_changed(const MetaVector& before, const MetaVector& now) {
   return text;
 }
 
+AutoParallelizer& auto_parallelizer() {
+  static AutoParallelizer parallelizer;
+  return parallelizer;
+}
+
 bool explain() {
   const char* value = std::getenv("TESSERA_GRAPH_EXPLAIN");
   return value != nullptr && std::string_view(value) != "0" && std::string_view(value) != "";
@@ -163,6 +168,26 @@ CompiledFunction::CompiledFunction(TracedFn fn, CompileOptions options)
     }
   }
   check_pass_names(options_.disabled_passes);
+  if (!options_.auto_parallel) {
+    TESSERA_CHECK(!options_.mesh.defined() && options_.memory_budget == 0,
+                  "[graph::compile] a mesh and a memory budget are options of auto_parallel; "
+                  "set .auto_parallel = true to plan the step for them");
+    return;
+  }
+  TESSERA_CHECK(
+      options_.mesh.defined() && (options_.mesh.ndim() == 1 || options_.mesh.ndim() == 2),
+      "[graph::compile] auto_parallel needs a mesh of 1 or 2 axes to plan for (.mesh), got ",
+      options_.mesh.defined() ? placement_str(options_.mesh) : std::string("none"));
+  TESSERA_CHECK(options_.memory_budget >= 0,
+                "[graph::compile] memory_budget is bytes per rank, or 0 for no limit; got ",
+                options_.memory_budget);
+  TESSERA_CHECK(auto_parallelizer() != nullptr,
+                "[graph::compile] auto_parallel needs the planner: link Tessera::planner "
+                "(Tessera::tessera includes it)");
+}
+
+void set_auto_parallelizer(AutoParallelizer parallelizer) {
+  auto_parallelizer() = std::move(parallelizer);
 }
 
 void CompiledFunction::note_marks(const TensorVector& inputs) {
@@ -299,6 +324,12 @@ const CompiledFunction::Plan& CompiledFunction::add_plan(Plan plan) {
 }
 
 TensorVector CompiledFunction::operator()(const TensorVector& inputs) {
+  if (options_.auto_parallel && !parallel_plan_) {
+    // Plans before anything runs; the laid-out step replaces the caller's.
+    ParallelStep parallel = auto_parallelizer()(fn_, inputs, options_);
+    fn_ = std::move(parallel.step);
+    parallel_plan_ = std::move(parallel.plan);
+  }
   if (!warmed_up_) {
     warmed_up_ = true;
     note_marks(inputs);

@@ -32,11 +32,14 @@
 // without a trace: the call re-plans the traced graph for the new size
 // (shapes, passes, memory) and counts as a re-plan, not a compile.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tessera/global/cost_model.h"
 #include "tessera/graph/dynamic.h"
 #include "tessera/graph/executor.h"
 #include "tessera/graph/ir.h"
@@ -46,8 +49,58 @@ namespace tessera::graph {
 
 struct CompileOptions {
   // Passes to skip, by name (pass_names() lists them).
-  std::vector<std::string> disabled_passes;
+  std::vector<std::string> disabled_passes = {};
+
+  // Auto-parallel (DESIGN §8, tessera/planner): the framework spreads a
+  // step written for one device over `mesh`, choosing every layout.
+  //
+  //   auto step = graph::compile(train_step, {.mesh = Placement::cpu(4),
+  //                                           .auto_parallel = true,
+  //                                           .memory_budget = 2 << 30});
+  //   Tensor loss = step({x, y})[0];  // x, y: the whole batch, the same on every rank
+  //   std::cout << step.parallel_plan()->explain();
+  //
+  // On the first call, before anything runs, the step is traced on its
+  // inputs (local tensors of the whole batch, or global ones), with every
+  // optimizer's update left out (optim::SkipUpdatesScope; the planner
+  // prices it from the state the optimizer reports). It is planned for
+  // `mesh` under `memory_budget` bytes per rank (0: no limit), and every
+  // parameter and buffer the step reads, which must still be local, is
+  // laid out on the mesh as the plan says, in place (the module, the
+  // optimizer and the caller's handles all hold the global tensor). Each
+  // call then lays its inputs out as the plan says and runs the plan's
+  // signature for each op: eagerly the first time (making the optimizer's
+  // state, in its parameter's layout), compiled after.
+  Placement mesh = {};
+  bool auto_parallel = false;
+  double memory_budget = 0;
+  // Names for the plan's tensors (a module's named_parameters()); others
+  // are "variable k".
+  std::vector<std::pair<std::string, Tensor>> names = {};
+  // The profile to plan with (tessera-calibrate's, or a declared one);
+  // none: TESSERA_COST_PROFILE's, or the defaults.
+  std::optional<global::CostModel> cost_model = {};
 };
+
+// What auto_parallel made of a step: its plan, as the planner explains it
+// (planner::plan_of gives the planner's Plan).
+class ParallelPlan {
+ public:
+  virtual ~ParallelPlan() = default;
+  virtual std::string explain() const = 0;
+};
+
+// The planner's part of auto_parallel: plans `step` from its first call's
+// `inputs`, lays out the variables it reads, and returns the function each
+// call runs instead (the inputs laid out, under the plan's signatures) with
+// the plan. The planner library sets it when it loads.
+struct ParallelStep {
+  TracedFn step;
+  std::shared_ptr<const ParallelPlan> plan;
+};
+using AutoParallelizer = std::function<ParallelStep(
+    const TracedFn& step, const TensorVector& inputs, const CompileOptions& options)>;
+void set_auto_parallelizer(AutoParallelizer parallelizer);
 
 // With TESSERA_GRAPH_DUMP=dir in the environment, each compile writes its
 // graph as traced and after every pass, as text (.txt) and Graphviz (.dot):
@@ -94,6 +147,9 @@ class CompiledFunction {
   // included), and re-planning.
   double compile_seconds() const { return compile_seconds_; }
   double replan_seconds() const { return replan_seconds_; }
+  // With CompileOptions::auto_parallel, the plan the first call made (none
+  // before it).
+  const ParallelPlan* parallel_plan() const { return parallel_plan_.get(); }
   // The graph the last call ran, and its memory plan.
   const Graph& last_graph() const;
   const MemoryPlan& last_memory_plan() const;
@@ -117,6 +173,7 @@ class CompiledFunction {
 
   TracedFn fn_;
   CompileOptions options_;
+  std::shared_ptr<const ParallelPlan> parallel_plan_;
   std::vector<Plan> plans_;
   // Per input position, the dims ever marked dynamic.
   std::vector<std::vector<int64_t>> marks_;

@@ -219,28 +219,34 @@ Module& Module::to(DType dtype) {
 }
 
 Module& Module::to_global(const Placement& placement, const SbpRule& rule) {
-  NoGradGuard no_grad;
   std::vector<Sbp> broadcast(static_cast<size_t>(placement.ndim()), Sbp::broadcast());
   auto convert = [&](const std::string& name, const Tensor& t) {
     if (!t.defined()) return;
-    NdSbp sbp = rule ? rule(name, t) : NdSbp(broadcast);
-    TESSERA_CHECK(!sbp.any_partial(), "[", type_name_, ".to_global] '", name,
-                  "' cannot be laid out as ", nd_sbp_str(sbp), "; parameters and buffers are "
-                  "split or broadcast");
-    // Local values: the first rank's, so every rank starts from the same model.
-    Tensor global = t.is_global() ? t.detach() : t.detach().to_global(placement, NdSbp(broadcast));
-    global = global.to_global(placement, sbp);
-    TensorImpl& impl = t.impl();
-    impl.storage.reset();
-    impl.offset = 0;
-    impl.strides = global.impl().strides;
-    impl.device = global.device();
-    impl.global = global.impl().global;
-    impl.grad.reset();
+    to_global_in_place(t, placement, rule ? rule(name, t) : NdSbp(broadcast),
+                       "[" + type_name_ + ".to_global] '" + name + "'");
   };
   for (const auto& [name, p] : named_parameters()) convert(name, p);
   for (const auto& [name, b] : named_buffers()) convert(name, b);
   return *this;
+}
+
+void to_global_in_place(const Tensor& tensor, const Placement& placement, const NdSbp& sbp,
+                        const std::string& what) {
+  NoGradGuard no_grad;
+  TESSERA_CHECK(!sbp.any_partial(), what, " cannot be laid out as ", nd_sbp_str(sbp),
+                "; parameters and buffers are split or broadcast");
+  const NdSbp broadcast(std::vector<Sbp>(static_cast<size_t>(placement.ndim()), Sbp::broadcast()));
+  // Local values: the first rank's, so every rank starts from the same model.
+  Tensor global =
+      tensor.is_global() ? tensor.detach() : tensor.detach().to_global(placement, broadcast);
+  global = global.to_global(placement, sbp);
+  TensorImpl& impl = tensor.impl();
+  impl.storage.reset();
+  impl.offset = 0;
+  impl.strides = global.impl().strides;
+  impl.device = global.device();
+  impl.global = global.impl().global;
+  impl.grad.reset();
 }
 
 Module& Module::requires_grad_(bool requires_grad) {

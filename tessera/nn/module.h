@@ -134,4 +134,12 @@ class Module {
 
 std::ostream& operator<<(std::ostream& os, const Module& module);
 
+// Makes `tensor` (a parameter or buffer) global on `placement` with layout
+// `sbp`, in place, as Module::to_global does each of its tensors: every
+// handle to it (a module's, an optimizer's, the caller's) then holds the
+// global tensor, and its gradient is dropped. A local tensor's values are
+// the first rank's. `what` names it in errors ("[Linear.to_global] 'weight'").
+void to_global_in_place(const Tensor& tensor, const Placement& placement, const NdSbp& sbp,
+                        const std::string& what);
+
 }  // namespace tessera::nn

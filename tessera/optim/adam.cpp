@@ -23,6 +23,7 @@ void Adam::validate(const AdamOptions& options) const {
 }
 
 void Adam::step() {
+  if (skip_update(2)) return;  // exp_avg, exp_avg_sq
   NoGradGuard no_grad;
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const AdamOptions& opts = options(group);

@@ -1,5 +1,6 @@
 #include "tessera/optim/optimizer.h"
 
+#include <algorithm>
 #include <set>
 
 #include "tessera/core/grad_mode.h"
@@ -21,7 +22,23 @@ bool parse_index(const std::string& text, size_t& index, std::string& rest) {
   return !rest.empty();
 }
 
+thread_local SkipUpdatesScope* t_skip_updates = nullptr;
+
 }  // namespace
+
+SkipUpdatesScope::SkipUpdatesScope() : previous_(t_skip_updates) {
+  t_skip_updates = this;
+}
+
+SkipUpdatesScope::~SkipUpdatesScope() {
+  t_skip_updates = previous_;
+}
+
+bool Optimizer::skip_update(double states_per_parameter) const {
+  if (t_skip_updates == nullptr) return false;
+  t_skip_updates->states_ = std::max(t_skip_updates->states_, states_per_parameter);
+  return true;
+}
 
 void Optimizer::zero_grad() {
   for (auto& group : groups_)

@@ -77,6 +77,10 @@ class Optimizer {
   // parameter, in its layout too), or undefined when it has none.
   Tensor dense_grad(const Tensor& param) const;
   void check_group(size_t group) const;
+  // Whether step() must return at once (a SkipUpdatesScope is alive); it
+  // reports `states_per_parameter`, the parameter-sized state tensors this
+  // optimizer keeps per parameter, to the scope.
+  bool skip_update(double states_per_parameter) const;
   // Under a graph trace (tessera/graph): every run of the graph advances
   // the parameter's step count, as an eager step() does. Does nothing
   // outside a trace.
@@ -87,6 +91,30 @@ class Optimizer {
   std::vector<std::vector<Tensor>> groups_;
   std::vector<ParamState> states_;
   std::vector<std::string> names_;  // one per parameter; empty when unnamed
+};
+
+// While one is alive on a thread, every optimizer's step() leaves the
+// parameters and its state untouched and only reports the state it keeps.
+// The planner traces a training step this way before anything has run, to
+// choose the parameters' layouts (graph::compile's auto_parallel): state
+// made lazily during that trace would be placeholders. The planner prices
+// the update itself, from the state per parameter reported here. An
+// optimizer of your own calls skip_update() first in its step().
+class SkipUpdatesScope {
+ public:
+  SkipUpdatesScope();
+  ~SkipUpdatesScope();
+  SkipUpdatesScope(const SkipUpdatesScope&) = delete;
+  SkipUpdatesScope& operator=(const SkipUpdatesScope&) = delete;
+  // The most state tensors per parameter (as parameter-sized tensors) an
+  // optimizer skipped in this scope keeps: SGD 0 or 1 (momentum), Adam 2
+  // (3 with amsgrad); -1 when no optimizer stepped.
+  double states_per_parameter() const { return states_; }
+
+ private:
+  friend class Optimizer;
+  SkipUpdatesScope* previous_;
+  double states_ = -1;
 };
 
 // Optimizers whose groups carry an Options struct with an `lr` field.

@@ -20,6 +20,11 @@ void SGD::validate(const SGDOptions& options) const {
 }
 
 void SGD::step() {
+  bool momentum = false;
+  for (size_t group = 0; group < num_param_groups(); ++group) {
+    momentum = momentum || options(group).momentum != 0;
+  }
+  if (skip_update(momentum ? 1 : 0)) return;  // momentum_buffer
   NoGradGuard no_grad;
   for (size_t group = 0; group < num_param_groups(); ++group) {
     const SGDOptions& opts = options(group);

@@ -1,6 +1,10 @@
 #include "tessera/planner/auto_parallel.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "tessera/graph/trace.h"
+#include "tessera/optim/optimizer.h"
 
 namespace tessera::planner {
 
@@ -40,8 +44,22 @@ Plan auto_parallelize(nn::Module& model, const Placement& mesh, const LossFn& lo
   return result;
 }
 
-graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
-                                graph::CompileOptions options) {
+namespace {
+
+// A plan as graph::compile's auto_parallel keeps it.
+class CompiledPlan final : public graph::ParallelPlan {
+ public:
+  explicit CompiledPlan(Plan plan) : plan_(std::move(plan)) {}
+  std::string explain() const override { return plan_.explain(); }
+  const Plan& plan() const { return plan_; }
+
+ private:
+  Plan plan_;
+};
+
+// `step` with each call's batch laid out as the plan says, run under the
+// plan's script.
+graph::TracedFn laid_out_step(const Plan& plan, graph::TracedFn step) {
   const Placement mesh = plan.mesh;
   std::vector<NdSbp> layouts;  // per input, in order
   for (bool found = true; found;) {
@@ -55,22 +73,87 @@ graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
     }
   }
   std::vector<global::ScriptedSignature> signatures = plan.signatures();
-  return graph::compile(
-      [mesh, layouts, signatures, step = std::move(step)](const TensorVector& batch) {
-        TESSERA_CHECK(batch.size() == layouts.size(), "[planner::compile] the plan has ",
-                      layouts.size(), " inputs; the step was called with ", batch.size());
-        TensorVector laid_out;
-        for (size_t k = 0; k < batch.size(); ++k) {
-          const Tensor& whole = batch[k];
-          laid_out.push_back(whole.is_global()
-                                 ? whole.to_global(mesh, layouts[k])
-                                 : whole.to_global(mesh, NdSbp::broadcast(mesh.ndim()))
-                                       .to_global(mesh, layouts[k]));
-        }
-        global::LayoutScript follow(signatures);
-        return step(laid_out);
-      },
-      std::move(options));
+  return [mesh, layouts, signatures, step = std::move(step)](const TensorVector& batch) {
+    TESSERA_CHECK(batch.size() == layouts.size(), "[planner::compile] the plan has ",
+                  layouts.size(), " inputs; the step was called with ", batch.size());
+    TensorVector laid_out;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const Tensor& whole = batch[k];
+      laid_out.push_back(
+          whole.is_global()
+              ? whole.to_global(mesh, layouts[k])
+              : whole.to_global(mesh, NdSbp::broadcast(mesh.ndim())).to_global(mesh, layouts[k]));
+    }
+    global::LayoutScript follow(signatures);
+    return step(laid_out);
+  };
+}
+
+[[maybe_unused]] const bool registered = [] {
+  graph::set_auto_parallelizer(parallelize_step);
+  return true;
+}();
+
+}  // namespace
+
+graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
+                                graph::CompileOptions options) {
+  return graph::compile(laid_out_step(plan, std::move(step)), std::move(options));
+}
+
+graph::ParallelStep parallelize_step(const graph::TracedFn& step, const TensorVector& inputs,
+                                     const graph::CompileOptions& options) {
+  MetaVector metas;  // logical, local
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    TESSERA_CHECK(inputs[k].defined(), "[graph::compile] auto_parallel: input ", k,
+                  " is an undefined tensor");
+    metas.push_back({inputs[k].shape(), inputs[k].dtype(), inputs[k].device()});
+  }
+  graph::Graph traced;
+  PlanOptions plan_options;
+  {
+    // The update is priced, not traced: state an optimizer made here would
+    // be placeholders.
+    optim::SkipUpdatesScope skip;
+    try {
+      traced = graph::trace(step, metas);
+    } catch (const Error& error) {
+      throw Error(std::string("[graph::compile] auto_parallel traces the step on local tensors of "
+                              "its inputs' shapes, and its parameters and buffers must still be "
+                              "local (it lays them out itself); the trace failed: ") +
+                  error.what());
+    }
+    plan_options.optimizer_states = std::max(0.0, skip.states_per_parameter());
+  }
+  for (size_t k = 0; k < traced.variables().size(); ++k) {
+    const Tensor& tensor = traced.variables()[k].tensor;
+    TESSERA_CHECK(!tensor.is_global(),
+                  "[graph::compile] auto_parallel lays out a step's "
+                  "parameters and buffers itself; variable ",
+                  k, " of shape ", shape_str(tensor.shape()), " is already global on ",
+                  placement_str(tensor.placement()), ". Plan a local model");
+  }
+  if (options.cost_model) plan_options.model = *options.cost_model;
+  plan_options.mesh = options.mesh;
+  plan_options.memory_budget = options.memory_budget;
+  Plan result = plan(traced, plan_options, options.names);
+  // The plan's tensors are the inputs, then the variables, in order.
+  const size_t first = traced.inputs().size();
+  for (size_t k = 0; k < traced.variables().size(); ++k) {
+    const TensorChoice& choice = result.tensors.at(first + k);
+    nn::to_global_in_place(traced.variables()[k].tensor, options.mesh, choice.sbp,
+                           "[graph::compile] auto_parallel: '" + choice.name + "'");
+  }
+  graph::TracedFn laid_out = laid_out_step(result, step);
+  return {std::move(laid_out), std::make_shared<const CompiledPlan>(std::move(result))};
+}
+
+const Plan& plan_of(const graph::CompiledFunction& function) {
+  const auto* compiled = dynamic_cast<const CompiledPlan*>(function.parallel_plan());
+  TESSERA_CHECK(compiled != nullptr,
+                "[planner::plan_of] the function has no plan: it was compiled without "
+                "auto_parallel, or has not been called yet (the first call plans)");
+  return compiled->plan();
 }
 
 }  // namespace tessera::planner

@@ -62,4 +62,17 @@ Plan auto_parallelize(nn::Module& model, const Placement& mesh, const LossFn& lo
 graph::CompiledFunction compile(const Plan& plan, graph::TracedFn step,
                                 graph::CompileOptions options = {});
 
+// graph::compile's auto_parallel (graph/compile.h; this library hands it to
+// graph::set_auto_parallelizer when it loads): traces `step` on the
+// inputs' logical shapes with every optimizer's update left out, plans it
+// for options.mesh under options.memory_budget (the optimizer's state per
+// parameter as it reported), lays every variable out in place as the plan
+// says, and returns the step each call runs (compile's wrapper above).
+graph::ParallelStep parallelize_step(const graph::TracedFn& step, const TensorVector& inputs,
+                                     const graph::CompileOptions& options);
+
+// The plan of a function compiled with auto_parallel, once its first call
+// made it; raises otherwise.
+const Plan& plan_of(const graph::CompiledFunction& function);
+
 }  // namespace tessera::planner

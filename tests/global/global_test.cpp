@@ -123,6 +123,7 @@ TEST_P(GlobalJobTest, AutoParallelTrainingTracksOneProcess) {
   Job job = run_workers(GetParam(), "auto");
   EXPECT_EQ(job.status, 0) << job.output;
   EXPECT_HAS(job.output, "GPT auto-parallel");
+  EXPECT_HAS(job.output, "GPT graph::compile auto_parallel");
   EXPECT_HAS(job.output, "Predicted step per rank");
 }
 

@@ -700,6 +700,46 @@ std::vector<double> train_auto(const Placement& mesh, MakeModel make_model, Make
   return losses;
 }
 
+// Trains with graph::compile(step, {.mesh, .auto_parallel = true}), the
+// model and optimizer made as for one device: the first call plans the
+// step, lays the parameters out and runs it; later calls run it compiled.
+// The losses of every step, and the plan.
+template <typename Model, typename MakeModel, typename MakeBatch>
+std::vector<double> train_graph_auto(const Placement& mesh, MakeModel make_model,
+                                     MakeBatch make_batch, int steps, bool adam,
+                                     planner::Plan& plan) {
+  manual_seed(1234);
+  std::shared_ptr<Model> model = make_model();
+  std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(*model, adam);
+  graph::CompiledFunction step = graph::compile(
+      [&](const TensorVector& batch) -> TensorVector {
+        optimizer->zero_grad();
+        Tensor logits = model->forward(batch[0]);
+        Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), batch[1].reshape({-1}));
+        loss.backward();
+        optim::clip_grad_norm_(model->parameters(), 1.0);
+        optimizer->step();
+        return {loss};
+      },
+      {.mesh = mesh, .auto_parallel = true, .names = model->named_parameters()});
+  CHECK_WORKER(step.parallel_plan() == nullptr, "a plan before the first call");
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    auto [inputs, targets] = make_batch(s);
+    losses.push_back(value_of(step({inputs, targets})[0]));
+  }
+  CHECK_WORKER(step.compiles() == 1, "compiled ", step.compiles(), " times");
+  plan = planner::plan_of(step);
+  CHECK_WORKER(step.parallel_plan()->explain() == plan.explain(), "two explanations");
+  for (const auto& [name, param] : model->named_parameters()) {
+    CHECK_WORKER(param.is_global() && placement_str(param.placement()) == placement_str(mesh),
+                 "parameter '", name, "' was not laid out on the mesh");
+    CHECK_WORKER(param.nd_sbp() == plan.sbp_of(name), "parameter '", name, "' is ",
+                 nd_sbp_str(param.nd_sbp()), ", the plan says ", nd_sbp_str(plan.sbp_of(name)));
+  }
+  return losses;
+}
+
 void run_auto(int n) {
   const int steps = 20;
   const Placement mesh = n == 4 ? Placement::cpu_mesh({2, 2}) : Placement::cpu(n);
@@ -713,6 +753,8 @@ void run_auto(int n) {
                mlp_reference, "MLP auto-parallel in 0.7x data parallel's memory" + on);
   check_tracks(train_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, 0, plan, true),
                mlp_reference, "MLP auto-parallel, compiled" + on);
+  check_tracks(train_graph_auto<nn::Sequential>(mesh, make_mlp, mlp_batch, steps, false, plan),
+               mlp_reference, "MLP graph::compile auto_parallel" + on);
   if (g_rank == 0) std::printf("%s", plan.explain().c_str());
 
   const models::GPTConfig config = gpt_config(0.0);
@@ -723,6 +765,8 @@ void run_auto(int n) {
                gpt_reference, "GPT auto-parallel" + on);
   check_tracks(train_auto<models::GPT>(mesh, make_gpt, gpt_batch, steps, true, 0, plan, true),
                gpt_reference, "GPT auto-parallel, compiled" + on);
+  check_tracks(train_graph_auto<models::GPT>(mesh, make_gpt, gpt_batch, steps, true, plan),
+               gpt_reference, "GPT graph::compile auto_parallel" + on);
 }
 
 // Compiled global training equals eager global training: the graph runs

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <random>
 
+#include "tessera/graph/compile.h"
 #include "tessera/graph/trace.h"
+#include "tessera/optim/adam.h"
+#include "tessera/optim/sgd.h"
 #include "tessera/planner/auto_parallel.h"
 #include "tessera/planner/described_models.h"
 #include "tessera/planner/ilp.h"
@@ -360,6 +363,83 @@ TEST(Planner, AutoParallelizeLaysOutTheModulesParameters) {
   }
   EXPECT_THROW_MSG(auto_parallelize(*model, Placement::cpu(1), loss_of, {x, y}),
                    "is already global");
+}
+
+TEST(Planner, CompileWithAutoParallelPlansLaysOutAndTrains) {
+  // One process, a one-rank mesh: the step is planned on its first call
+  // with the optimizer's update left out, the parameters laid out, and
+  // training goes on as eager training of the same model does (the
+  // multi-rank runs are global_worker's "auto" mode).
+  auto make = [] {
+    manual_seed(5);
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(32, 4)});
+  };
+  const Tensor x = randn({64, 16});
+  const Tensor y = randint(0, 4, {64}, DType::i64);
+  auto train = [&](bool adam, bool auto_parallel, std::vector<double>& losses) {
+    auto model = make();
+    std::unique_ptr<optim::Optimizer> optimizer;
+    if (adam) {
+      optimizer = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{});
+    } else {
+      optimizer = std::make_unique<optim::SGD>(model->parameters(),
+                                               optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+    }
+    auto step_fn = [&](const TensorVector& batch) -> TensorVector {
+      optimizer->zero_grad();
+      Tensor loss = cross_entropy(model->forward(batch[0]), batch[1]);
+      loss.backward();
+      optimizer->step();
+      return {loss};
+    };
+    graph::CompileOptions options;
+    if (auto_parallel) {
+      options = {
+          .mesh = Placement::cpu(1), .auto_parallel = true, .names = model->named_parameters()};
+    }
+    graph::CompiledFunction step = graph::compile(step_fn, options);
+    for (int s = 0; s < 4; ++s) losses.push_back(step({x, y})[0].item<double>());
+    if (!auto_parallel) return Plan{};
+    EXPECT_EQ(step.compiles(), 1);
+    for (const auto& [name, param] : model->named_parameters()) {
+      EXPECT_TRUE(param.is_global()) << name;
+    }
+    return plan_of(step);
+  };
+  for (const bool adam : {false, true}) {
+    std::vector<double> local, parallel;
+    train(adam, false, local);
+    const Plan plan = train(adam, true, parallel);
+    for (size_t s = 0; s < local.size(); ++s) {
+      EXPECT_NEAR(parallel[s], local[s], 1e-5 * std::abs(local[s])) << "step " << s;
+    }
+    // Parameter, gradient and the optimizer's state as it reported it:
+    // SGD with momentum 1 buffer, Adam 2.
+    const double elements = 16 * 32 + 32 + 32 * 4 + 4;
+    EXPECT_DOUBLE_EQ(plan.prediction.state_bytes, elements * 4 * (adam ? 4 : 3));
+    EXPECT_HAS(plan.explain(), "0.weight");
+  }
+  EXPECT_THROW_MSG(
+      graph::compile([](const TensorVector& in) { return in; }, {.mesh = Placement::cpu(1)}),
+      "set .auto_parallel = true");
+  EXPECT_THROW_MSG(
+      graph::compile([](const TensorVector& in) { return in; }, {.auto_parallel = true}),
+      "auto_parallel needs a mesh of 1 or 2 axes");
+  EXPECT_THROW_MSG(
+      graph::compile([](const TensorVector& in) { return in; },
+                     {.mesh = Placement::cpu(1), .auto_parallel = true, .memory_budget = -1}),
+      "memory_budget is bytes per rank");
+  graph::CompiledFunction uncalled = graph::compile([](const TensorVector& in) { return in; });
+  EXPECT_THROW_MSG(plan_of(uncalled), "has no plan");
+  // A model already laid out is refused by name.
+  auto model = make();
+  model->to_global(Placement::cpu(1));
+  graph::CompiledFunction global_step = graph::compile(
+      [&](const TensorVector& batch) -> TensorVector { return {model->forward(batch[0])}; },
+      {.mesh = Placement::cpu(1), .auto_parallel = true});
+  EXPECT_THROW_MSG(global_step({x}), "must still be local");
 }
 
 TEST(PlannerCostModel, ProfilesRoundTripAndRejectBadFields) {
