@@ -18,10 +18,16 @@ planner. The last row is GPT-3 175B on 1,024 GPUs, whose 140 TFLOP/s per
 GPU the paper gives for its training-time estimate (section 5.1) without a
 configuration; it is planned here as 16 stages of [8, 8].
 
+Megatron-LM runs fused kernels (scale, mask and softmax; bias and GELU), so
+the rows are planned with --kernels fused: an elementwise op's result that
+only the next elementwise, reduction or normalization op reads stays on
+chip. --kernels unfused prices every op through memory instead.
+
 Nothing is fitted to the published runs: the profile's figures are the
 datasheet's, and its efficiencies are the assumptions it states.
 
     python3 bench/megatron_comparison.py [--build-dir build] [--profile FILE] [--rows 1.7,175]
+                                         [--kernels fused|unfused]
 """
 import argparse
 import json
@@ -57,7 +63,7 @@ def published_step(row):
     return flops / (tflops * 1e12 * gpus)
 
 
-def plan(build, profile, row):
+def plan(build, profile, kernels, row):
     _, heads, h, l, tp, pp, gpus, b, _ = row
     data = gpus // (tp * pp)
     mesh = str(data) if tp == 1 else f"{data}x{tp}"
@@ -65,7 +71,7 @@ def plan(build, profile, row):
                "--mesh", mesh, "--pipeline", str(pp), "--recompute", "on",
                "--layers", str(l), "--d-model", str(h), "--heads", str(heads),
                "--vocab", str(VOCAB), "--sequence", str(SEQUENCE), "--batch", str(b),
-               "--dtype", "bf16", "--optimizer-states", "6"]
+               "--dtype", "bf16", "--optimizer-states", "6", "--kernels", kernels]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     step = float(re.search(r"predicted step: (\S+) s", out).group(1))
     seconds = float(re.search(r"search: (\S+) s", out).group(1))
@@ -82,13 +88,14 @@ def main():
     parser.add_argument("--profile", default="profiles/dgx_a100.json")
     parser.add_argument("--rows", default="",
                         help="comma-separated parameter counts in billions (default: all)")
+    parser.add_argument("--kernels", default="fused", choices=["fused", "unfused"])
     args = parser.parse_args()
     tool = os.path.join(args.build_dir, "tools", "tessera-plan")
     if not os.path.exists(tool):
         sys.exit(f"megatron_comparison: {tool} is missing; build first")
     with open(args.profile) as f:
         profile = json.load(f)
-    print(f"profile: {profile['name']}\n")
+    print(f"profile: {profile['name']}\nkernels: {args.kernels}\n")
     rows = PUBLISHED
     if args.rows:
         wanted = [float(x) for x in args.rows.split(",")]
@@ -97,7 +104,8 @@ def main():
           "predicted step | error | micro-batch (count) | memory per GPU | search |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        mesh, step, seconds, micro, count, memory, fits = plan(args.build_dir, args.profile, row)
+        mesh, step, seconds, micro, count, memory, fits = plan(args.build_dir, args.profile,
+                                                               args.kernels, row)
         want = published_step(row)
         print(f"| {row[0]}B | {row[6]} | {mesh} | {row[7]} | {want:.2f} s | {step:.2f} s "
               f"| {100 * (step / want - 1):+.0f}% | {micro} ({count}) | {memory:.1f} GiB"

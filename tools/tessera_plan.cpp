@@ -11,7 +11,10 @@
 // parameter is allocated. With --pipeline P the model runs in P stages of
 // the --mesh each (P x the mesh's ranks in all), its batch in micro-batches
 // (--micro-batch per data rank, chosen when not given), with activation
-// recomputation as --recompute says (chosen when not given):
+// recomputation as --recompute says (chosen when not given). With --kernels
+// fused, an elementwise op's result that only the next elementwise,
+// reduction or normalization op reads stays on chip (PlanOptions::
+// fuse_elementwise), as fused kernels keep it:
 //
 //   tessera-plan --profile profiles/dgx_a100.json --mesh 8x8 --pipeline 16
 //                --layers 96 --d-model 12288 --heads 96 --vocab 51200
@@ -39,7 +42,8 @@ namespace {
                "usage: tessera-plan [--profile FILE] --mesh N|AxB [--layers L] [--d-model D]\n"
                "         [--heads H] [--vocab V] [--sequence T] [--batch B] [--dtype f32|bf16]\n"
                "         [--optimizer-states S] [--memory-budget-gib G] [--pin NAME=SBP[,SBP]]\n"
-               "         [--ilp-seconds S] [--explain] [--dot FILE] [--save FILE]\n"
+               "         [--ilp-seconds S] [--kernels unfused|fused] [--explain] [--dot FILE]\n"
+               "         [--save FILE]\n"
                "         [--pipeline P [--micro-batch B] [--interleave V] [--recompute on|off]]\n",
                problem.c_str());
   std::exit(2);
@@ -88,6 +92,9 @@ void print_model(const planner::GptSpec& spec, const planner::PlanOptions& optio
       static_cast<long long>(spec.sequence), dtype_name(spec.dtype));
   std::printf("profile: %s\n",
               options.model.name.empty() ? "defaults (no --profile)" : options.model.name.c_str());
+  std::printf("kernels: %s\n", options.fuse_elementwise
+                                   ? "fused (elementwise results stay on chip, --kernels fused)"
+                                   : "unfused (each op through memory)");
 }
 
 void print_throughput(const planner::GptSpec& spec, const global::CostModel& model,
@@ -198,6 +205,11 @@ int main(int argc, char** argv) {
         spec.dtype = value == "f32" ? DType::f32 : DType::bf16;
       } else if (flag == "--optimizer-states") {
         options.optimizer_states = number(flag, value);
+      } else if (flag == "--kernels") {
+        if (value != "unfused" && value != "fused") {
+          usage("--kernels is unfused or fused, got '" + value + "'");
+        }
+        options.fuse_elementwise = value == "fused";
       } else if (flag == "--ilp-seconds") {
         options.search.ilp_seconds = number(flag, value);
       } else if (flag == "--memory-budget-gib") {

@@ -45,6 +45,8 @@ int64_t Tensor::size(int64_t dim_index) const {
 
 bool Tensor::is_contiguous() const {
   const TensorImpl& t = impl();
+  // No elements: any strides address them all in order (PyTorch's rule too).
+  if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) return true;
   int64_t expected = 1;
   for (size_t i = t.shape.size(); i-- > 0;) {
     if (t.shape[i] == 1) continue;

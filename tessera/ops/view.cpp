@@ -81,8 +81,11 @@ void add_partials(std::vector<SbpSignature>& signatures) {
 }
 
 // reshape: split axis i of the input stays a split of output axis j when the
-// dims before them hold the same number of elements and output dim j is
-// input dims i..k merged (so every shard, even uneven, stays a block of rows).
+// dims before them hold the same number of elements and either output dim j
+// is input dims i..k merged (every shard, even uneven, stays a block of
+// rows), or input dim i is output dims j..k (a [B*T, V] split by rows is a
+// [B, T, V] split by B where each shard holds whole rows of T; layout
+// choice checks each signature on the shards, and refuses it otherwise).
 std::vector<SbpSignature> reshape_signatures(const Shape& in, const Shape& out) {
   std::vector<SbpSignature> signatures;
   int64_t in_prefix = 1;
@@ -92,7 +95,11 @@ std::vector<SbpSignature> reshape_signatures(const Shape& in, const Shape& out) 
       if (out_prefix == in_prefix) {
         int64_t merged = 1;
         for (size_t k = i; k < in.size() && merged < out[j]; ++k) merged *= in[k];
-        if (in[i] > 0 && merged == out[j] && out[j] % in[i] == 0 && out[j] >= in[i]) {
+        int64_t parts = 1;
+        for (size_t k = j; k < out.size() && parts < in[i]; ++k) parts *= out[k];
+        const bool merges = in[i] > 0 && merged == out[j] && out[j] % in[i] == 0 && out[j] >= in[i];
+        const bool divides = out[j] > 1 && parts == in[i] && in[i] > out[j];
+        if (merges || divides) {
           signatures.push_back({{Sbp::split(static_cast<int64_t>(i))},
                                 {Sbp::split(static_cast<int64_t>(j))}});
           break;
@@ -129,7 +136,13 @@ const OpDef& reshape_op = register_op([] {
         int64_t out_prefix = 1;
         for (size_t j = 0; j < out.size(); ++j) {
           if (out_prefix == prefix && logical_in[i] > 0 && logical_out[j] % logical_in[i] == 0) {
-            out[j] = logical_out[j] / logical_in[i] * local_in[i];
+            out[j] = logical_out[j] / logical_in[i] * local_in[i];  // dims merged
+            break;
+          }
+          if (out_prefix == prefix && logical_out[j] > 0 && logical_in[i] % logical_out[j] == 0) {
+            // A dim divided: a shard of whole inner blocks (else the shapes
+            // do not match, and layout choice refuses the signature).
+            out[j] = local_in[i] / (logical_in[i] / logical_out[j]);
             break;
           }
           out_prefix *= logical_out[j];

@@ -507,8 +507,42 @@ class Problem {
     return options;
   }
 
+  // With PlanOptions::fuse_elementwise: which values stay on chip, made
+  // by an elementwise node and read only by the next kernel (an
+  // elementwise, reduction or normalization node) that runs it inside.
+  std::vector<bool> kept_on_chip() const {
+    const graph::Graph& g = graph_;
+    std::vector<bool> fused(g.values().size(), false);
+    if (!options_.fuse_elementwise) return fused;
+    std::vector<int> reader(g.values().size(), -1);  // the one reader, or -2 for several
+    for (size_t n = 0; n < g.nodes().size(); ++n) {
+      for (int value : g.nodes()[n].inputs) {
+        int& r = reader[static_cast<size_t>(value)];
+        r = r == -1 || r == static_cast<int>(n) ? static_cast<int>(n) : -2;
+      }
+    }
+    for (int value : g.escaping()) reader[static_cast<size_t>(value)] = -2;
+    auto pure = [](const graph::Node& node) {
+      return node.op->writes.empty() && node.random_count == 0 && node.draw < 0;
+    };
+    for (const graph::Node& node : g.nodes()) {
+      if (node.op->kind != OpKind::elementwise || !pure(node)) continue;
+      for (int value : node.outputs) {
+        const int r = reader[static_cast<size_t>(value)];
+        if (r < 0) continue;
+        const graph::Node& next = g.nodes()[static_cast<size_t>(r)];
+        const OpKind kind = next.op->kind;
+        fused[static_cast<size_t>(value)] =
+            pure(next) && (kind == OpKind::elementwise || kind == OpKind::reduction ||
+                           kind == OpKind::normalization);
+      }
+    }
+    return fused;
+  }
+
   void make_ops() {
     const graph::Graph& g = graph_;
+    const std::vector<bool> on_chip = kept_on_chip();
     for (size_t n = 0; n < g.nodes().size(); ++n) {
       const graph::Node& node = g.nodes()[n];
       TESSERA_CHECK(!node.fused, "[planner] plans the traced step, before fusion");
@@ -522,9 +556,10 @@ class Problem {
                     placement_str(mesh_), " for ", global::layouts_str(metas));
       std::vector<double> cost, memory;
       std::vector<std::vector<int>> parts;  // per option: its signature on each mesh axis
-      for (const global::LayoutOption& option : op.options) {
+      for (global::LayoutOption& option : op.options) {
         double constants = 0;
         double bytes = 0;
+        double on_chip_bytes = 0;  // not moved through memory (fuse_elementwise)
         MetaVector local_in, local_out;
         for (size_t i = 0; i < node.inputs.size(); ++i) {
           const graph::Value& value = g.value(node.inputs[i]);
@@ -534,7 +569,11 @@ class Problem {
             constants +=
                 boxing(value.meta, NdSbp::broadcast(mesh_.ndim()), option.input_sbps[i]).seconds;
           }
+          if (on_chip[static_cast<size_t>(node.inputs[i])]) {
+            on_chip_bytes += local_bytes(value.meta, mesh_, option.input_sbps[i]);
+          }
         }
+        bool runs_inside_next = false;
         for (size_t o = 0; o < node.outputs.size(); ++o) {
           const TensorMeta& meta = g.value(node.outputs[o]).meta;
           local_out.push_back({global::local_shape(meta.shape, mesh_, option.output_sbps[o], 0),
@@ -543,8 +582,24 @@ class Problem {
               gradient_value(node.outputs[o]) < 0) {
             bytes += local_bytes(meta, mesh_, option.output_sbps[o]);
           }
+          if (on_chip[static_cast<size_t>(node.outputs[o])]) {
+            on_chip_bytes += local_bytes(meta, mesh_, option.output_sbps[o]);
+            runs_inside_next = true;
+          }
         }
-        op.flops.push_back(op_cost(*node.op, local_in, local_out, node.attrs).flops);
+        const OpCost work = op_cost(*node.op, local_in, local_out, node.attrs);
+        if (on_chip_bytes > 0) {
+          // The kernel moves only the rest; one that runs inside the next
+          // kernel costs no launch of its own.
+          option.compute_seconds = options_.model.compute_seconds(
+              {work.flops, std::max(0.0, work.bytes - on_chip_bytes)}, node.op->kind);
+          if (runs_inside_next) {
+            option.compute_seconds =
+                std::max(0.0, option.compute_seconds -
+                                  options_.model.compute(node.op->kind).seconds_per_call);
+          }
+        }
+        op.flops.push_back(work.flops);
         op.constant_boxing.push_back(constants);
         cost.push_back(option.compute_seconds + constants);
         memory.push_back(bytes);

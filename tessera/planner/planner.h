@@ -52,6 +52,14 @@ struct PlanOptions {
   // search weighs gradient traffic and the optimizer update once per this
   // many runs of the rest of the step.
   int64_t micro_batches = 1;
+  // How kernels are priced. false: every op reads its inputs from memory
+  // and writes its outputs there (eager, and graph mode outside its fused
+  // elementwise chains). true: an elementwise op's result whose only reader
+  // is the next elementwise, reduction or normalization op stays on chip,
+  // as a fusing compiler's kernels and Megatron-LM's fused kernels (scale,
+  // mask and softmax; bias and GELU) keep it; that op runs inside its
+  // reader's kernel, without a launch of its own.
+  bool fuse_elementwise = false;
   // Layouts fixed in advance, by tensor name (a parameter's qualified name,
   // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
   std::map<std::string, NdSbp> pinned;

@@ -251,6 +251,23 @@ TEST(ChooseLayout, SignaturesThatDoNotHoldAreExplained) {
   EXPECT_HAS(decision.explain(), "would be [9], not [8]");
 }
 
+TEST(ChooseLayout, AReshapeDividingASplitDimKeepsTheSplit) {
+  // [8 * 3, 5] -> [8, 3, 5] split by rows on four ranks: each holds 6 rows,
+  // two whole groups of 3, so the output is split by its first dim.
+  const Attrs divide{{"shape", std::vector<int64_t>{8, 3, 5}}};
+  global::LayoutDecision decision =
+      global::choose_layout(find_op("reshape"), {global_meta({24, 5}, kFour, kS0)}, divide);
+  EXPECT_EQ(decision.output_sbps, (std::vector<NdSbp>{kS0})) << decision.explain();
+  EXPECT_EQ(decision.communication_seconds, 0) << decision.explain();
+  // [2 * 3, 5] -> [2, 3, 5] on four ranks: rows split 2, 2, 1, 1, which are
+  // not whole groups of 3, so the split does not hold.
+  const Attrs small{{"shape", std::vector<int64_t>{2, 3, 5}}};
+  global::LayoutDecision refused =
+      global::choose_layout(find_op("reshape"), {global_meta({6, 5}, kFour, kS0)}, small);
+  EXPECT_NE(refused.output_sbps, (std::vector<NdSbp>{kS0})) << refused.explain();
+  EXPECT_HAS(refused.explain(), "not [1, 3, 5]");
+}
+
 TEST(ChooseLayout, FullReductionsOfSplitsArePartialSums) {
   // A loss's final sum over split rows: each rank sums its own rows.
   global::LayoutDecision decision =

@@ -116,9 +116,21 @@ TEST(View, GradientsFlowThroughViews) {
 Attrs shape_attr(Shape s) { return Attrs{{"shape", s}}; }
 
 // reshape merging a split dim with the dims after it keeps the split.
-TESSERA_SBP_CASE("reshape", [] { return std::vector<Tensor>{uniform({5, 3, 4})}; }, shape_attr({15, 4}));
+TESSERA_SBP_CASE(
+    "reshape",
+    [] {
+      return std::vector<Tensor>{uniform({6, 3, 4})};
+    },
+    shape_attr({18, 4}));
 TESSERA_SBP_CASE("reshape", [] { return std::vector<Tensor>{uniform({5, 3, 4})}; }, shape_attr({5, 12}));
 TESSERA_SBP_CASE("reshape", [] { return std::vector<Tensor>{uniform({6, 4})}; }, shape_attr({2, 3, 4}));
+// A dim divided: rows split in whole groups of 3 on 2 and 4 ranks, not on 3.
+TESSERA_SBP_CASE(
+    "reshape",
+    [] {
+      return std::vector<Tensor>{uniform({12, 5})};
+    },
+    shape_attr({4, 3, 5}));
 TESSERA_SBP_CASE("permute", [] { return std::vector<Tensor>{uniform({5, 3, 4})}; },
                  Attrs{{"dims", std::vector<int64_t>{2, 0, 1}}});
 TESSERA_SBP_CASE("slice", [] { return std::vector<Tensor>{uniform({5, 7})}; },
