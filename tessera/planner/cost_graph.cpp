@@ -635,9 +635,12 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
     solution.lower_bound =
         solution.exact ? solution.cost : std::min(solved.lower_bound, solution.cost);
     if (solved.too_large) {
-      if (!improve_by_axis(graph, options, solution.choice)) {
-        improve_by_window(graph, options, solution.choice);
-      }
+      // On a 2-D mesh, axis by axis first (each axis's program over the
+      // whole graph); then, on any mesh, windows with every axis free:
+      // they move what must change on both axes at once (a weight
+      // gradient computed split or reduced), which neither axis alone can.
+      improve_by_axis(graph, options, solution.choice);
+      improve_by_window(graph, options, solution.choice);
       solution.cost = graph.cost(solution.choice, options.memory_weight);
     }
   }
