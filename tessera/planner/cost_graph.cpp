@@ -430,6 +430,14 @@ IlpOptions ilp_options_of(const SearchOptions& options) {
   return ilp;
 }
 
+// The same for a neighbourhood program (improve_within), without CBC's
+// preprocessing (IlpOptions::preprocess).
+IlpOptions neighbourhood_options_of(const SearchOptions& options) {
+  IlpOptions ilp = ilp_options_of(options);
+  ilp.preprocess = false;
+  return ilp;
+}
+
 // The integer program over a neighbourhood of `choice`: node v may take
 // the strategies allowed[v] (its chosen one first). Replaces `choice` when
 // the program finds a cheaper assignment; returns whether it did, and sets
@@ -514,7 +522,9 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
     }
     bool too_large = false;
     ++unchanged;
-    if (improve_within(graph, ilp_options_of(options), allowed, choice, too_large)) unchanged = 1;
+    if (improve_within(graph, neighbourhood_options_of(options), allowed, choice, too_large)) {
+      unchanged = 1;
+    }
   }
   return true;
 }
@@ -543,7 +553,7 @@ void improve_by_window(const CostGraph& graph, const SearchOptions& options,
     incident[static_cast<size_t>(edge.from)].push_back(&edge);
     incident[static_cast<size_t>(edge.to)].push_back(&edge);
   }
-  IlpOptions ilp = ilp_options_of(options);
+  IlpOptions ilp = neighbourhood_options_of(options);
   ilp.seconds = options.ilp_seconds / 16;
   size_t width = std::min<size_t>(n, 256);
   for (int sweep = 0; sweep < 4; ++sweep) {

@@ -184,6 +184,7 @@ IlpSolution solve_ilp(const CostGraph& graph, const IlpOptions& options) {
     Cbc_setMIPStartI(model.get(), static_cast<int>(given.size()), given.data(), ones.data());
   }
   Cbc_setMaximumSeconds(model.get(), options.seconds);
+  if (!options.preprocess) Cbc_setParameter(model.get(), "preprocess", "off");
   Cbc_solve(model.get());
 
   IlpSolution solution;

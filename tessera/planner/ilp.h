@@ -29,6 +29,10 @@ struct IlpOptions {
   // A strategy per node to start from (empty: none); CBC keeps the best of
   // it and what it finds.
   std::vector<int> start;
+  // CBC's preprocessing (Cgl). The neighbourhood programs of the large
+  // searches turn it off: on some of them, stopped by the time limit, its
+  // post-processing crashed (CglPreProcess::postProcess, CBC 2.10).
+  bool preprocess = true;
 };
 
 struct IlpSolution {
