@@ -74,8 +74,8 @@ graph::TracedFn laid_out_step(const Plan& plan, graph::TracedFn step) {
   }
   std::vector<global::ScriptedSignature> signatures = plan.signatures();
   return [mesh, layouts, signatures, step = std::move(step)](const TensorVector& batch) {
-    TESSERA_CHECK(batch.size() == layouts.size(), "[planner::compile] the plan has ",
-                  layouts.size(), " inputs; the step was called with ", batch.size());
+    TESSERA_CHECK(batch.size() == layouts.size(), "[planner] the plan has ", layouts.size(),
+                  " inputs; the step was called with ", batch.size());
     TensorVector laid_out;
     for (size_t k = 0; k < batch.size(); ++k) {
       const Tensor& whole = batch[k];
@@ -118,9 +118,11 @@ graph::ParallelStep parallelize_step(const graph::TracedFn& step, const TensorVe
     try {
       traced = graph::trace(step, metas);
     } catch (const Error& error) {
-      throw Error(std::string("[graph::compile] auto_parallel traces the step on local tensors of "
-                              "its inputs' shapes, and its parameters and buffers must still be "
-                              "local (it lays them out itself); the trace failed: ") +
+      // A model laid out already fails here, mixing global parameters
+      // with the trace's local inputs; say what auto_parallel expects.
+      throw Error(std::string("[graph::compile] auto_parallel could not trace the step on local "
+                              "tensors of its inputs' shapes (a model it plans must still be "
+                              "local: it lays the parameters out itself): ") +
                   error.what());
     }
     plan_options.optimizer_states = std::max(0.0, skip.states_per_parameter());

@@ -488,15 +488,15 @@ bool improve_within(const CostGraph& graph, const IlpOptions& options,
 // Improves `choice` one mesh axis at a time (a large-neighbourhood
 // search): for axis a, each node may take any strategy that agrees with
 // its chosen one on every other axis, and the integer program over those
-// picks the best; rounds repeat while one helps. Returns whether it ran.
-bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
+// picks the best; rounds repeat while one helps. Only on 2-D meshes.
+void improve_by_axis(const CostGraph& graph, const SearchOptions& options,
                      std::vector<int>& choice) {
   const std::vector<ChoiceNode>& nodes = graph.nodes();
   size_t axes = 0;
   for (const ChoiceNode& node : nodes) {
     if (!node.parts.empty()) axes = std::max(axes, node.parts.front().size());
   }
-  if (axes < 2) return false;
+  if (axes < 2) return;
   // An axis's neighbourhood is fixed by the others' parts: once `axes`
   // programs in a row (the one that last changed the choice included)
   // changed nothing, none would.
@@ -526,7 +526,6 @@ bool improve_by_axis(const CostGraph& graph, const SearchOptions& options,
       unchanged = 1;
     }
   }
-  return true;
 }
 
 // Improves `choice` window by window (a large-neighbourhood search where
