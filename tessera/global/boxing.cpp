@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -190,10 +191,12 @@ struct Transfer {
 
 // Which slices travel from which source to which target, in the order
 // they are sent: per target, per source tile, every partial member of it.
-// Pure, so plans can be priced without running.
+// Pure, so plans can be priced without running. `targets`: only those
+// target indices (null: every one).
 std::vector<Transfer> slice_transfers(const Shape& shape, const Placement& from_placement,
                                       const NdSbp& from_sbp, const Placement& to_placement,
-                                      const NdSbp& to_sbp) {
+                                      const NdSbp& to_sbp,
+                                      const std::vector<int>* targets = nullptr) {
   // Source tiles: the sources that hold one region, keyed by their split-axis
   // coordinates. A target takes one replica of each tile it overlaps (itself
   // when it is a source) and every partial member of that replica.
@@ -214,7 +217,13 @@ std::vector<Transfer> slice_transfers(const Shape& shape, const Placement& from_
   for (int a : broadcast_axes) replicas *= from_placement.mesh()[static_cast<size_t>(a)];
 
   std::vector<Transfer> plan;
-  for (int j = 0; j < to_placement.size(); ++j) {
+  std::vector<int> every;
+  if (targets == nullptr) {
+    every.resize(static_cast<size_t>(to_placement.size()));
+    std::iota(every.begin(), every.end(), 0);
+    targets = &every;
+  }
+  for (int j : *targets) {
     std::vector<int64_t> to_coord = to_placement.coordinate(j);
     bool holds_zeros = false;
     for (int a = 0; a < to_sbp.ndim(); ++a) {
@@ -503,8 +512,37 @@ std::optional<Collective> collective_of(BoxingRoute route) {
   }
 }
 
+// The bytes that cross a link in `transfers`: per source, what it sends
+// to other ranks; per target, what it receives from them.
+struct LinkLoad {
+  std::map<int, double> payload, sent;  // per source index
+  std::map<int, double> received;       // per target index
+};
+LinkLoad link_load(const std::vector<Transfer>& transfers, const TensorMeta& meta,
+                   const Placement& placement) {
+  LinkLoad load;
+  for (const Transfer& transfer : transfers) {
+    const double bytes =
+        static_cast<double>(transfer.region.numel()) * static_cast<double>(dtype_size(meta.dtype));
+    load.payload[transfer.src] += bytes;
+    const int src_rank = meta.placement.ranks()[static_cast<size_t>(transfer.src)];
+    if (placement.ranks()[static_cast<size_t>(transfer.dst)] != src_rank) {
+      load.sent[transfer.src] += bytes;
+      load.received[transfer.dst] += bytes;
+    }
+  }
+  return load;
+}
+
+double largest(const std::map<int, double>& bytes) {
+  double most = 0;
+  for (const auto& [index, b] : bytes) most = std::max(most, b);
+  return most;
+}
+
 // The generic route from `from` (placement and SBP) to the target, sized
-// from its transfers: the busiest source's bytes.
+// from its transfers: the busiest link's bytes, sent or received (a rank
+// that gathers a broadcast shard receives far more than it sends).
 BoxingStep slice_intersection_step(const TensorMeta& meta, const NdSbp& from,
                                    const Placement& placement, const NdSbp& sbp) {
   BoxingStep step;
@@ -515,19 +553,10 @@ BoxingStep slice_intersection_step(const TensorMeta& meta, const NdSbp& from,
   std::set<int> members(meta.placement.ranks().begin(), meta.placement.ranks().end());
   members.insert(placement.ranks().begin(), placement.ranks().end());
   step.group_size = static_cast<int64_t>(members.size());
-  std::map<int, double> payload, link;  // per source index
-  for (const Transfer& transfer :
-       slice_transfers(meta.shape, meta.placement, from, placement, sbp)) {
-    const double bytes =
-        static_cast<double>(transfer.region.numel()) * static_cast<double>(dtype_size(meta.dtype));
-    payload[transfer.src] += bytes;
-    const int src_rank = meta.placement.ranks()[static_cast<size_t>(transfer.src)];
-    if (placement.ranks()[static_cast<size_t>(transfer.dst)] != src_rank) {
-      link[transfer.src] += bytes;
-    }
-  }
-  for (auto& [src, bytes] : payload) step.payload_bytes = std::max(step.payload_bytes, bytes);
-  for (auto& [src, bytes] : link) step.link_bytes = std::max(step.link_bytes, bytes);
+  const LinkLoad load =
+      link_load(slice_transfers(meta.shape, meta.placement, from, placement, sbp), meta, placement);
+  step.payload_bytes = largest(load.payload);
+  step.link_bytes = std::max(largest(load.sent), largest(load.received));
   // Each target assembles its shard in fresh memory.
   for (int j = 0; j < placement.size(); ++j) {
     step.local_bytes = std::max(step.local_bytes,
@@ -553,9 +582,12 @@ bool axis_by_axis(const NdSbp& from, const NdSbp& to) {
 }
 
 // The generic route on a large mesh, sized without listing every transfer
-// (what the planner prices for a thousand ranks): the busiest rank hands
-// over its whole shard and sends all of it but the part it keeps, as an
-// all-to-all does; it assembles its new shard in fresh memory.
+// (what the planner prices for a thousand ranks): from the exact transfers
+// into a few targets (the first, middle and last), the most one receives;
+// the sources send as much on average (each target takes its replica of a
+// tile by its index, which spreads the sending). Every rank hands over its
+// whole shard, as an all-to-all does, and assembles its new one in fresh
+// memory.
 BoxingStep estimated_intersection_step(const TensorMeta& meta, const Placement& placement,
                                        const NdSbp& sbp) {
   BoxingStep step;
@@ -564,13 +596,17 @@ BoxingStep estimated_intersection_step(const TensorMeta& meta, const Placement& 
   step.to = sbp;
   step.collective = Collective::all_to_all;
   step.group_size = placement.size();
-  const Region mine = shard_region(meta.shape, placement, meta.sbp, 0);
-  const Region wanted = shard_region(meta.shape, placement, sbp, 0);
+  const std::vector<int> sampled = {0, placement.size() / 2, placement.size() - 1};
+  const LinkLoad load =
+      link_load(slice_transfers(meta.shape, meta.placement, meta.sbp, placement, sbp, &sampled),
+                meta, placement);
   const double bytes_per_element = static_cast<double>(dtype_size(meta.dtype));
-  step.payload_bytes = static_cast<double>(mine.numel()) * bytes_per_element;
-  step.link_bytes =
-      step.payload_bytes - static_cast<double>(intersect(mine, wanted).numel()) * bytes_per_element;
-  step.local_bytes = static_cast<double>(wanted.numel()) * bytes_per_element;
+  step.payload_bytes =
+      static_cast<double>(shard_region(meta.shape, placement, meta.sbp, 0).numel()) *
+      bytes_per_element;
+  step.link_bytes = largest(load.received);
+  step.local_bytes =
+      static_cast<double>(shard_region(meta.shape, placement, sbp, 0).numel()) * bytes_per_element;
   return step;
 }
 

@@ -576,14 +576,20 @@ void improve_by_window(const CostGraph& graph, const SearchOptions& options,
       const size_t centre = order[k];
       if (covered[centre]) continue;
       if (elapsed() > options.ilp_seconds / 4) return;
-      const size_t first = centre >= width / 2 ? centre - width / 2 : 0;
-      const size_t last = std::min(n, first + width);
+      // The window: the `width` nodes nearest the centre in the graph
+      // (breadth first), so an op's forward and its backward, which the
+      // node order puts far apart, change together.
       std::vector<bool> free(n, false);
-      for (size_t v = first; v < last; ++v) {
-        free[v] = true;
-        for (const ChoiceEdge* edge : incident[v]) {
-          free[static_cast<size_t>(edge->from)] = true;
-          free[static_cast<size_t>(edge->to)] = true;
+      std::vector<size_t> window = {centre};
+      free[centre] = true;
+      for (size_t head = 0; head < window.size() && window.size() < width; ++head) {
+        for (const ChoiceEdge* edge : incident[window[head]]) {
+          for (int end : {edge->from, edge->to}) {
+            const auto e = static_cast<size_t>(end);
+            if (free[e] || window.size() >= width) continue;
+            free[e] = true;
+            window.push_back(e);
+          }
         }
       }
       std::vector<std::vector<int>> allowed(n);
@@ -601,10 +607,123 @@ void improve_by_window(const CostGraph& graph, const SearchOptions& options,
         --k;
         continue;
       }
-      for (size_t v = first; v < last; ++v) covered[v] = true;
+      for (size_t v : window) covered[v] = true;
     }
     if (!improved) return;
   }
+}
+
+// Classes of interchangeable nodes: the same strategies at the same costs,
+// joined by the same edges to nodes of the same classes (colour refinement,
+// as Weisfeiler-Lehman's test does it, a few rounds). The layers of a
+// model repeated L times are the same classes but for the first and last.
+std::vector<int> repeated_classes(const CostGraph& graph, int rounds) {
+  const std::vector<ChoiceNode>& nodes = graph.nodes();
+  const size_t n = nodes.size();
+  auto mix = [](uint64_t h, uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  };
+  auto hash_doubles = [&](uint64_t h, const std::vector<double>& values) {
+    for (double v : values) h = mix(h, std::hash<double>{}(v));
+    return h;
+  };
+  std::vector<uint64_t> colour(n);
+  for (size_t v = 0; v < n; ++v) {
+    colour[v] = hash_doubles(hash_doubles(nodes[v].cost.size(), nodes[v].cost), nodes[v].memory);
+  }
+  // Each edge as each end sees it (its strategies the rows), so an edge's
+  // direction matters only where its costs are not symmetric.
+  std::vector<std::pair<uint64_t, uint64_t>> edge_hash;
+  edge_hash.reserve(graph.edges().size());
+  for (const ChoiceEdge& edge : graph.edges()) {
+    const size_t rows = graph.strategies(edge.from), cols = graph.strategies(edge.to);
+    std::vector<double> transposed(edge.cost.size());
+    for (size_t f = 0; f < rows; ++f) {
+      for (size_t t = 0; t < cols; ++t) transposed[t * rows + f] = edge.cost[f * cols + t];
+    }
+    edge_hash.emplace_back(hash_doubles(rows, edge.cost), hash_doubles(cols, transposed));
+  }
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<uint64_t>> seen(n);
+    for (size_t e = 0; e < graph.edges().size(); ++e) {
+      const ChoiceEdge& edge = graph.edges()[e];
+      const auto from = static_cast<size_t>(edge.from), to = static_cast<size_t>(edge.to);
+      seen[from].push_back(mix(edge_hash[e].first, colour[to]));
+      seen[to].push_back(mix(edge_hash[e].second, colour[from]));
+    }
+    std::vector<uint64_t> next(n);
+    for (size_t v = 0; v < n; ++v) {
+      std::sort(seen[v].begin(), seen[v].end());
+      uint64_t h = colour[v];
+      for (uint64_t x : seen[v]) h = mix(h, x);
+      next[v] = h;
+    }
+    colour = std::move(next);
+  }
+  std::map<uint64_t, int> numbers;
+  std::vector<int> classes(n);
+  for (size_t v = 0; v < n; ++v) {
+    classes[v] = numbers.emplace(colour[v], static_cast<int>(numbers.size())).first->second;
+  }
+  return classes;
+}
+
+// The search with every class of repeated_classes tied to one strategy: a
+// graph of one node per class (costs and memory summed over its members,
+// edges between classes summed, an edge inside a class counted where both
+// ends agree), solved, and spread back. A model of L identical layers
+// becomes one of about one layer, so the search sees a choice for all
+// layers at once, which no move within a few layers can make (the plan of
+// every layer changing together). Returns no choice when nothing repeats.
+std::vector<int> solve_tied(const CostGraph& graph, const SearchOptions& options) {
+  const std::vector<ChoiceNode>& nodes = graph.nodes();
+  const std::vector<int> classes = repeated_classes(graph, 3);
+  const int count = *std::max_element(classes.begin(), classes.end()) + 1;
+  if (static_cast<size_t>(count) * 2 > nodes.size()) return {};
+  std::vector<int> first(static_cast<size_t>(count), -1);
+  std::vector<std::vector<double>> cost(static_cast<size_t>(count)), memory(cost.size());
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    const auto c = static_cast<size_t>(classes[v]);
+    if (first[c] < 0) {
+      first[c] = static_cast<int>(v);
+      cost[c].assign(nodes[v].cost.size(), 0.0);
+      memory[c].assign(nodes[v].cost.size(), 0.0);
+    }
+    for (size_t s = 0; s < nodes[v].cost.size(); ++s) {
+      cost[c][s] += nodes[v].cost[s];
+      memory[c][s] += nodes[v].memory[s];
+    }
+  }
+  std::map<std::pair<int, int>, std::vector<double>> between;
+  for (const ChoiceEdge& edge : graph.edges()) {
+    const int a = classes[static_cast<size_t>(edge.from)];
+    const int b = classes[static_cast<size_t>(edge.to)];
+    const size_t cols = graph.strategies(edge.to);
+    if (a == b) {
+      for (size_t s = 0; s < cols; ++s) cost[static_cast<size_t>(a)][s] += edge.cost[s * cols + s];
+      continue;
+    }
+    std::vector<double>& sum = between[{a, b}];
+    if (sum.empty()) sum.assign(edge.cost.size(), 0.0);
+    for (size_t k = 0; k < edge.cost.size(); ++k) sum[k] += edge.cost[k];
+  }
+  CostGraph tied;
+  for (int c = 0; c < count; ++c) {
+    const ChoiceNode& node = nodes[static_cast<size_t>(first[static_cast<size_t>(c)])];
+    tied.add_node(node.name, std::move(cost[static_cast<size_t>(c)]),
+                  std::move(memory[static_cast<size_t>(c)]), node.parts);
+  }
+  for (auto& [ends, sum] : between) tied.add_edge(ends.first, ends.second, std::move(sum));
+  SearchOptions inner = options;
+  inner.starts.clear();
+  inner.tie_repeats = false;
+  const Solution solved = solve(tied, inner);
+  std::vector<int> choice(nodes.size());
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    choice[v] = solved.choice[static_cast<size_t>(classes[v])];
+  }
+  return choice;
 }
 
 }  // namespace
@@ -628,6 +747,13 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
   }
   solution.exact = reducer.finish(solution.choice, options);
   solution.cost = graph.cost(solution.choice, options.memory_weight);
+  if (!solution.exact && options.tie_repeats) {
+    const std::vector<int> tied = solve_tied(graph, options);
+    if (!tied.empty() && graph.cost(tied, options.memory_weight) < solution.cost) {
+      solution.choice = tied;
+      solution.cost = graph.cost(tied, options.memory_weight);
+    }
+  }
   solution.lower_bound = solution.exact ? solution.cost : 0.0;
   if (!solution.exact && options.ilp_seconds > 0) {
     // The whole graph, not what elimination left: its edges are boxing

@@ -80,6 +80,10 @@ struct SearchOptions {
   // search instead improves one axis at a time, each a smaller program
   // over the strategies that keep the other axes as chosen. 0: no programs.
   double ilp_seconds = 10;
+  // Where branch and bound does not finish and the graph repeats itself
+  // (a model's identical layers), a start from the search with every
+  // repeated node tied to one strategy (solve_tied in cost_graph.cpp).
+  bool tie_repeats = true;
   size_t ilp_max_columns = 100'000;  // IlpOptions::max_columns
 };
 

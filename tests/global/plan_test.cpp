@@ -3,6 +3,8 @@
 // runner-up, and the cost model. All metadata: no process group is needed,
 // so the meshes here are ones this process does not have.
 
+#include <numeric>
+
 #include "tessera/global/choose_layout.h"
 #include "tessera/global/layout.h"
 #include "testing.h"
@@ -122,6 +124,31 @@ TEST(PlanBoxing, OtherPlacementsSendSliceIntersections) {
   EXPECT_DOUBLE_EQ(overlap.steps[0].payload_bytes, 384);
   EXPECT_DOUBLE_EQ(overlap.steps[0].link_bytes, 192);
   EXPECT_HAS(overlap.explain(), "slice intersections");
+}
+
+// The generic route is priced by its busiest link, and a rank that
+// gathers what others hold receives far more than it holds. Beyond 64
+// ranks the route is estimated rather than enumerated; the estimate must
+// count that too. [32, 8, 4] f32 on [32, 4]: from (S(0), S(1)) a rank
+// holds one sample's 2 of 8 rows (32 B); under (B, S(0)) it wants the 8
+// samples of its axis-1 coordinate whole (1024 B). Rank (16, 0) holds
+// none of those, so it receives all 1024 B.
+TEST(PlanBoxing, TheGenericRouteCountsWhatTheBusiestRankReceives) {
+  std::vector<int> ranks(128);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const Placement mesh(DeviceType::cpu, ranks, {32, 4});
+  BoxingPlan plan =
+      global::plan_boxing(global_meta({32, 8, 4}, mesh, NdSbp({kS0, kS1})), mesh, NdSbp({kB, kS0}));
+  ASSERT_EQ(plan.steps.size(), 1u) << plan.explain();
+  EXPECT_EQ(plan.steps[0].route, BoxingRoute::slice_intersections) << plan.explain();
+  EXPECT_DOUBLE_EQ(plan.steps[0].payload_bytes, 32) << plan.explain();
+  EXPECT_DOUBLE_EQ(plan.steps[0].link_bytes, 1024) << plan.explain();
+  EXPECT_DOUBLE_EQ(plan.steps[0].local_bytes, 1024) << plan.explain();
+  // Enumerated (few ranks): four ranks' row blocks gathered onto a fifth.
+  // Each sends its 48 B; the fifth receives all 192 B.
+  const Placement fifth(DeviceType::cpu, {4});
+  BoxingPlan gathered = global::plan_boxing(global_meta({8, 6}, kFour, kS0), fifth, kB);
+  expect_step(gathered, BoxingRoute::slice_intersections, Collective::all_to_all, 48, 192, 192);
 }
 
 TEST(PlanBoxing, ExplainNamesEveryStep) {

@@ -95,6 +95,49 @@ TEST(PlannerSearch, StoppedEarlyItSaysSoAndKeepsAFeasibleAnswer) {
   EXPECT_LE(got.lower_bound, want.cost + 1e-12);
 }
 
+// A model of identical layers, each a few nodes joined to one another and
+// each to its counterpart in the next layer: the second strategy costs
+// more per node but less per edge, and a node that disagrees with a
+// neighbour pays a large mismatch. Every node on the second strategy is optimal; from every node
+// on the first, changing a few nodes (a layer included: its neighbours in
+// the next layer disagree) only adds mismatches. Tying the repeated nodes
+// (the middle layers become one node) finds it.
+TEST(PlannerSearch, TyingRepeatedLayersChangesEveryLayerAtOnce) {
+  constexpr int kLayers = 12, kWidth = 3;
+  const std::vector<double> edge = {1, 100, 100, 0};  // (0, 0), (0, 1), (1, 0), (1, 1)
+  CostGraph graph;
+  for (int v = 0; v < kLayers * kWidth; ++v) graph.add_node(std::string("n"), {0.0, 1.5});
+  int edges = 0;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (int a = 0; a < kWidth; ++a) {
+      for (int b = a + 1; b < kWidth; ++b, ++edges) {
+        graph.add_edge(layer * kWidth + a, layer * kWidth + b, edge);
+      }
+      if (layer + 1 < kLayers) {
+        graph.add_edge(layer * kWidth + a, (layer + 1) * kWidth + a, edge);
+        ++edges;
+      }
+    }
+  }
+  const std::vector<int> best(kLayers * kWidth, 1);
+  EXPECT_DOUBLE_EQ(graph.cost(best), 1.5 * kLayers * kWidth);
+  EXPECT_LT(graph.cost(best), edges);
+  EXPECT_DOUBLE_EQ(graph.cost(std::vector<int>(kLayers * kWidth, 0)), edges);
+  SearchOptions options;
+  options.exact_limit = 1;
+  options.ilp_seconds = 0;
+  options.starts = {std::vector<int>(kLayers * kWidth, 0)};
+  options.tie_repeats = false;
+  const Solution untied = solve(graph, options);
+  EXPECT_FALSE(untied.exact);
+  EXPECT_GT(untied.cost, graph.cost(best) + 1e-9)
+      << "the untied search reached the optimum: the case tests nothing";
+  options.tie_repeats = true;
+  const Solution tied = solve(graph, options);
+  EXPECT_DOUBLE_EQ(tied.cost, graph.cost(best));
+  EXPECT_EQ(tied.choice, best);
+}
+
 TEST(PlannerSearch, TheIntegerProgramFindsTheExhaustiveOptimum) {
   std::mt19937_64 random(5);
   for (int trial = 0; trial < 60; ++trial) {
