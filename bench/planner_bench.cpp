@@ -4,7 +4,9 @@
 // benchmark, under data, tensor and (on 4 ranks) 2-D parallelism laid out
 // by hand, and under the planner's own plan: the step time and peak memory
 // the planner predicts for exactly those parameter and batch layouts, and
-// the median eager global training step measured (AdamW), with its spread.
+// the median eager global training step measured (AdamW), with its spread;
+// and the planner's plan once more as graph mode runs it (graph::compile's
+// auto_parallel, the whole step compiled).
 // Rank 0 prints one JSON line per case.
 //
 //   tessera-run -n 2 ./build/bench/planner_bench --profile profile.json [--steps 8]
@@ -44,6 +46,28 @@ struct Workload {
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   return values[static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+}
+
+// Rank 0 prints the case's JSON line: the plan's prediction, the median
+// step measured and its spread, and the peak memory over the ranks.
+void report(const Workload& workload, const Case& c, const planner::Plan& plan,
+            const std::vector<double>& times, int followed, int missed, distributed::Group& world) {
+  Tensor peak = Tensor::from_vector(
+      std::vector<double>{static_cast<double>(CpuAllocator::instance().stats().peak_bytes)}, {1});
+  world.all_reduce(peak, distributed::ReduceOp::max);
+  const double median = quantile(times, 0.5);
+  if (world.rank() == 0) {
+    std::printf(
+        "{\"model\": \"%s\", \"ranks\": %d, \"mesh\": \"%s\", \"layout\": \"%s\", "
+        "\"predicted_seconds\": %.6g, \"measured_seconds\": %.6g, \"spread\": %.4g, "
+        "\"predicted_peak_bytes\": %.6g, \"measured_peak_bytes\": %.6g, \"exact\": %s, "
+        "\"followed\": %d, \"missed\": %d}\n",
+        workload.name.c_str(), world.size(), placement_str(c.mesh).c_str(), c.layout.c_str(),
+        plan.prediction.step_seconds, median,
+        (quantile(times, 0.75) - quantile(times, 0.25)) / median, plan.prediction.peak_bytes,
+        peak.item<double>(), plan.exact ? "true" : "false", followed, missed);
+    std::fflush(stdout);
+  }
 }
 
 void run_case(const Workload& workload, const Case& c, const global::CostModel& model, int steps,
@@ -109,22 +133,43 @@ void run_case(const Workload& workload, const Case& c, const global::CostModel& 
     times.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  Tensor peak = Tensor::from_vector(
-      std::vector<double>{static_cast<double>(CpuAllocator::instance().stats().peak_bytes)}, {1});
-  world.all_reduce(peak, distributed::ReduceOp::max);
-  const double median = quantile(times, 0.5);
-  if (world.rank() == 0) {
-    std::printf(
-        "{\"model\": \"%s\", \"ranks\": %d, \"mesh\": \"%s\", \"layout\": \"%s\", "
-        "\"predicted_seconds\": %.6g, \"measured_seconds\": %.6g, \"spread\": %.4g, "
-        "\"predicted_peak_bytes\": %.6g, \"measured_peak_bytes\": %.6g, \"exact\": %s, "
-        "\"followed\": %d, \"missed\": %d}\n",
-        workload.name.c_str(), world.size(), placement_str(c.mesh).c_str(), c.layout.c_str(),
-        plan.prediction.step_seconds, median,
-        (quantile(times, 0.75) - quantile(times, 0.25)) / median, plan.prediction.peak_bytes,
-        peak.item<double>(), plan.exact ? "true" : "false", followed, missed);
-    std::fflush(stdout);
+  report(workload, c, plan, times, followed, missed, world);
+}
+
+// The planner's plan as graph mode runs it: the step, written for one
+// device with its optimizer, compiled with auto_parallel (its first call
+// plans it on `c.mesh` and lays the model out); the prediction is that
+// plan's. Every op runs the plan's signature, so "followed" is -1 (all).
+void run_compiled_case(const Workload& workload, const Case& c, const global::CostModel& model,
+                       int steps, distributed::Group& world) {
+  manual_seed(7);
+  std::shared_ptr<nn::Module> module = workload.make();
+  optim::AdamW optimizer(module->parameters(), {.lr = 1e-3});
+  graph::CompiledFunction compiled = graph::compile(
+      [&](const TensorVector& batch) -> TensorVector {
+        optimizer.zero_grad();
+        Tensor loss = workload.loss(*module, batch);
+        loss.backward();
+        optimizer.step();
+        return {loss};
+      },
+      {.mesh = c.mesh,
+       .auto_parallel = true,
+       .names = module->named_parameters(),
+       .cost_model = model});
+  for (int i = 0; i < 3; ++i) (void)compiled(workload.batch);  // plan, eager, compile
+  const planner::Plan& plan = planner::plan_of(compiled);
+  CpuAllocator::instance().reset_peak();
+  std::vector<double> times;
+  for (int i = 0; i < steps; ++i) {
+    world.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    (void)compiled(workload.batch);
+    world.barrier();
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  report(workload, c, plan, times, -1, 0, world);
 }
 
 }  // namespace
@@ -187,6 +232,14 @@ int main(int argc, char** argv) {
       cases.push_back({"planner", Placement::cpu(n), {}, -1, {}});
       if (n == 4) cases.push_back({"planner 2-D", Placement::cpu_mesh({2, 2}), {}, -1, {}});
       for (const Case& c : cases) run_case(*workload, c, model, steps, *world);
+      // The planner's plan in graph mode (graph::compile's auto_parallel).
+      run_compiled_case(*workload, {"planner, compiled", Placement::cpu(n), {}, -1, {}}, model,
+                        steps, *world);
+      if (n == 4) {
+        run_compiled_case(*workload,
+                          {"planner 2-D, compiled", Placement::cpu_mesh({2, 2}), {}, -1, {}}, model,
+                          steps, *world);
+      }
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "planner_bench: %s\n", error.what());

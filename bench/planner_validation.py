@@ -4,8 +4,9 @@
 For 2 and 4 ranks: measures the machine as a job of that many ranks
 (tessera-calibrate), then runs bench/planner_bench.cpp under tessera-run,
 which trains the MLP and the GPT under data, tensor, 2-D (4 ranks) and the
-planner's own layouts, and prints the predicted and measured step time and
-peak memory of each. Runs the whole job --jobs times and takes medians.
+planner's own layouts (eagerly, and the planner's also as a compiled graph:
+graph::compile's auto_parallel), and prints the predicted and measured step
+time and peak memory of each. Runs the whole job --jobs times and takes medians.
 Prints a markdown table (the one in docs/auto_parallel.md) and a summary.
 
     python3 bench/planner_validation.py [--build-dir build] [--jobs 3] [--steps 8]
@@ -30,6 +31,13 @@ def run_job(build, ranks, profile, steps):
         if text.startswith("{"):
             rows.append(json.loads(text))
     return rows
+
+
+def followed(row):
+    # A compiled step runs the plan's signature for every op (-1).
+    if row["followed"] < 0:
+        return "all (compiled)"
+    return f"{row['followed']} of {row['followed'] + row['missed']}"
 
 
 def main():
@@ -75,7 +83,7 @@ def main():
               f"{time_error:+.0%} | {r['spread']:.0%} / {r['job_noise']:.0%} | "
               f"{r['predicted_peak_bytes'] / 2**20:.1f} MiB | "
               f"{r['measured_peak_bytes'] / 2**20:.1f} MiB | {memory_error:+.0%} | "
-              f"{r['followed']} of {r['followed'] + r['missed']} |")
+              f"{followed(r)} |")
     print()
     # Ranking: does the predicted order of the layouts match the measured one?
     groups = {}
