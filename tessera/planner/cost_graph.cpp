@@ -675,12 +675,15 @@ std::vector<int> repeated_classes(const CostGraph& graph, int rounds) {
 // ends agree), solved, and spread back. A model of L identical layers
 // becomes one of about one layer, so the search sees a choice for all
 // layers at once, which no move within a few layers can make (the plan of
-// every layer changing together). Returns no choice when nothing repeats.
+// every layer changing together). Returns no choice when the graph does
+// not repeat itself at least four times over (a few layers: the search
+// over the whole graph does as well, and the tied one would only add its
+// time); the tied search gets a quarter of options.ilp_seconds.
 std::vector<int> solve_tied(const CostGraph& graph, const SearchOptions& options) {
   const std::vector<ChoiceNode>& nodes = graph.nodes();
   const std::vector<int> classes = repeated_classes(graph, 3);
   const int count = *std::max_element(classes.begin(), classes.end()) + 1;
-  if (static_cast<size_t>(count) * 2 > nodes.size()) return {};
+  if (static_cast<size_t>(count) * 4 > nodes.size()) return {};
   std::vector<int> first(static_cast<size_t>(count), -1);
   std::vector<std::vector<double>> cost(static_cast<size_t>(count)), memory(cost.size());
   for (size_t v = 0; v < nodes.size(); ++v) {
@@ -718,6 +721,7 @@ std::vector<int> solve_tied(const CostGraph& graph, const SearchOptions& options
   SearchOptions inner = options;
   inner.starts.clear();
   inner.tie_repeats = false;
+  inner.ilp_seconds = options.ilp_seconds / 4;
   const Solution solved = solve(tied, inner);
   std::vector<int> choice(nodes.size());
   for (size_t v = 0; v < nodes.size(); ++v) {
