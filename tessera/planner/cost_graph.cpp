@@ -693,6 +693,9 @@ std::vector<int> solve_tied(const CostGraph& graph, const SearchOptions& options
       cost[c].assign(nodes[v].cost.size(), 0.0);
       memory[c].assign(nodes[v].cost.size(), 0.0);
     }
+    // (Classes are hashes: should two nodes of different strategy counts
+    // ever share one, there is no tied graph.)
+    if (cost[c].size() != nodes[v].cost.size()) return {};
     for (size_t s = 0; s < nodes[v].cost.size(); ++s) {
       cost[c][s] += nodes[v].cost[s];
       memory[c][s] += nodes[v].memory[s];
