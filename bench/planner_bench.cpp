@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,6 +47,24 @@ struct Workload {
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   return values[static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+}
+
+// Each of `steps` runs of `step`, timed between barriers (every rank
+// starts together; the slowest ends it). The allocator's peak counts from
+// the first.
+std::vector<double> time_steps(int steps, distributed::Group& world,
+                               const std::function<void()>& step) {
+  CpuAllocator::instance().reset_peak();
+  std::vector<double> times;
+  for (int i = 0; i < steps; ++i) {
+    world.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    world.barrier();
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return times;
 }
 
 // Rank 0 prints the case's JSON line: the plan's prediction, the median
@@ -123,17 +142,7 @@ void run_case(const Workload& workload, const Case& c, const global::CostModel& 
     optimizer.step();
   };
   for (int i = 0; i < 2; ++i) step();  // warm-up: optimizer state, caches
-  CpuAllocator::instance().reset_peak();
-  std::vector<double> times;
-  for (int i = 0; i < steps; ++i) {
-    world.barrier();
-    const auto start = std::chrono::steady_clock::now();
-    step();
-    world.barrier();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  report(workload, c, plan, times, followed, missed, world);
+  report(workload, c, plan, time_steps(steps, world, step), followed, missed, world);
 }
 
 // The planner's plan as graph mode runs it: the step, written for one
@@ -159,16 +168,8 @@ void run_compiled_case(const Workload& workload, const Case& c, const global::Co
        .cost_model = model});
   for (int i = 0; i < 3; ++i) (void)compiled(workload.batch);  // plan, eager, compile
   const planner::Plan& plan = planner::plan_of(compiled);
-  CpuAllocator::instance().reset_peak();
-  std::vector<double> times;
-  for (int i = 0; i < steps; ++i) {
-    world.barrier();
-    const auto start = std::chrono::steady_clock::now();
-    (void)compiled(workload.batch);
-    world.barrier();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  const std::vector<double> times =
+      time_steps(steps, world, [&] { (void)compiled(workload.batch); });
   report(workload, c, plan, times, -1, 0, world);
 }
 

@@ -755,10 +755,11 @@ Solution solve(const CostGraph& graph, const SearchOptions& options) {
   solution.exact = reducer.finish(solution.choice, options);
   solution.cost = graph.cost(solution.choice, options.memory_weight);
   if (!solution.exact && options.tie_repeats) {
-    const std::vector<int> tied = solve_tied(graph, options);
-    if (!tied.empty() && graph.cost(tied, options.memory_weight) < solution.cost) {
-      solution.choice = tied;
-      solution.cost = graph.cost(tied, options.memory_weight);
+    std::vector<int> tied = solve_tied(graph, options);
+    const double tied_cost = tied.empty() ? 0.0 : graph.cost(tied, options.memory_weight);
+    if (!tied.empty() && tied_cost < solution.cost) {
+      solution.choice = std::move(tied);
+      solution.cost = tied_cost;
     }
   }
   solution.lower_bound = solution.exact ? solution.cost : 0.0;
