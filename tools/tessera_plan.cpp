@@ -161,6 +161,9 @@ int plan_pipeline(const planner::GptSpec& spec, const std::vector<int64_t>& mesh
 int main(int argc, char** argv) {
   planner::GptSpec spec;
   planner::PlanOptions options;
+  // The declared machines' published runs used PyTorch, whose autograd
+  // keeps only what the gradients read.
+  options.tape_keeps_inputs = false;
   std::vector<int64_t> mesh;
   bool explain = false;
   std::string dot_path, save_path;

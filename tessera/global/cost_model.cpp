@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "tessera/core/allocator.h"
 #include "tessera/core/file.h"
 
 namespace tessera::global {
@@ -156,6 +157,12 @@ nlohmann::json links_json(const std::map<int64_t, LinkModel>& links) {
 
 }  // namespace
 
+double CostModel::allocated_bytes(double bytes) const {
+  // Past 2^52 bytes a double no longer holds every size; nothing is that big.
+  if (allocator == Allocator::exact || bytes <= 0 || bytes > 0x1p52) return bytes;
+  return static_cast<double>(CpuAllocator::round_size(static_cast<size_t>(bytes)));
+}
+
 CostModel CostModel::from_json(const std::string& text) {
   nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   TESSERA_CHECK(!root.is_discarded() && root.is_object(),
@@ -178,6 +185,12 @@ CostModel CostModel::from_json(const std::string& text) {
     TESSERA_CHECK(root["overlaps_communication"].is_boolean(),
                   "[cost_model] 'overlaps_communication' must be true or false");
     model.overlaps_communication = root["overlaps_communication"].get<bool>();
+  }
+  if (root.contains("allocator")) {
+    const nlohmann::json& allocator = root["allocator"];
+    TESSERA_CHECK(allocator.is_string() && (allocator == "cpu" || allocator == "exact"),
+                  "[cost_model] 'allocator' must be \"cpu\" or \"exact\", got ", allocator.dump());
+    model.allocator = allocator == "cpu" ? Allocator::cpu : Allocator::exact;
   }
   for (const char* field : {"name", "sources"}) {
     if (!root.contains(field)) continue;
@@ -206,6 +219,7 @@ std::string CostModel::to_json() const {
   if (peak_flops_per_second > 0) root["peak_flops_per_second"] = peak_flops_per_second;
   if (ranks_per_node_ > 0) root["ranks_per_node"] = ranks_per_node_;
   root["overlaps_communication"] = overlaps_communication;
+  root["allocator"] = allocator == Allocator::cpu ? "cpu" : "exact";
   root["links"] = links_json(links_);
   if (!inter_links_.empty()) root["inter_node_links"] = links_json(inter_links_);
   auto rates_json = [](const ComputeModel& rates) {

@@ -64,6 +64,13 @@ class CostModel {
   // Whether collectives overlap the compute beside them (false where the
   // ranks share every core with the compute).
   bool overlaps_communication = true;
+  // How the device's allocator rounds a request: cpu, Tessera's CPU
+  // allocator's size classes (CpuAllocator::round_size); exact, as asked
+  // (a declared profile's devices). Memory predictions count what it
+  // reserves.
+  enum class Allocator : uint8_t { cpu, exact };
+  Allocator allocator = Allocator::cpu;
+  double allocated_bytes(double bytes) const;
   // What the profile describes, and where its figures come from.
   std::string name;
   std::string sources;
@@ -85,7 +92,7 @@ class CostModel {
 
   // A profile:
   //   {"name": "...", "sources": "...", "memory_bytes": 8e10, "peak_flops_per_second": 9.89e14,
-  //    "ranks_per_node": 8, "overlaps_communication": true,
+  //    "ranks_per_node": 8, "overlaps_communication": true, "allocator": "exact",
   //    "links": [{"group_size": 2, "alpha_seconds": 4e-05, "seconds_per_byte": 9e-10}, ...],
   //    "inter_node_links": [...the same, for groups that cross nodes...],
   //    "compute": {"flops_per_second": ..., "bytes_per_second": ..., "seconds_per_call": ...},

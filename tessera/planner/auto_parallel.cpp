@@ -111,6 +111,7 @@ graph::ParallelStep parallelize_step(const graph::TracedFn& step, const TensorVe
   }
   graph::Graph traced;
   PlanOptions plan_options;
+  plan_options.tape_keeps_inputs = false;
   {
     // The update is priced, not traced: state an optimizer made here would
     // be placeholders.

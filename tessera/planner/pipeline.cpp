@@ -50,16 +50,18 @@ void price_stage(StagePlan& stage, const GptSpec& spec, bool recompute, double a
   stage.recompute_seconds = recompute ? prediction.forward_seconds * block_share : 0;
   stage.micro_batch_seconds = prediction.micro_batch_seconds + stage.recompute_seconds;
   stage.in_flight = in_flight(index, stages, chunks, m);
-  const double working = prediction.activation_bytes - prediction.saved_bytes;
+  // One micro-batch's peak, less what it keeps for its backward pass, plus
+  // what the micro-batches in flight keep.
+  const double working = prediction.peak_bytes - prediction.saved_bytes;
   if (recompute && blocks > 0) {
     // Each block's input, whole on every tensor rank (as Megatron-LM keeps
     // it), and what is not a block (the head's activations); one block's
     // own activations while it is recomputed.
     const double kept = blocks * activation + prediction.saved_bytes * (1 - block_share);
-    stage.peak_bytes = prediction.state_bytes + stage.in_flight * kept + working +
-                       prediction.saved_bytes * block_share / blocks;
+    stage.peak_bytes =
+        working + stage.in_flight * kept + prediction.saved_bytes * block_share / blocks;
   } else {
-    stage.peak_bytes = prediction.state_bytes + stage.in_flight * prediction.saved_bytes + working;
+    stage.peak_bytes = working + stage.in_flight * prediction.saved_bytes;
   }
 }
 
@@ -212,20 +214,28 @@ PipelinePlan plan_gpt_pipeline(const GptSpec& spec, const PipelineOptions& optio
       // excess, a few times.
       double stage_budget = budget;
       bool fits = false;
-      for (int attempt = 0; attempt < 4 && !fits; ++attempt) {
+      for (int attempt = 0; attempt < 6 && !fits; ++attempt) {
         plan_options.memory_budget = stage_budget;
+        StagePlan trial = stage_plan;
         try {
-          stage_plan.plan = plan(graph, plan_options, names);
+          trial.plan = plan(graph, plan_options, names);
         } catch (const BudgetError& error) {
           if (stage_plan.plan.ops.empty()) {
             unfit.push_back("micro-batch " + std::to_string(b) + ": " + error.what());
           }
-          break;  // (a tighter budget than one micro-batch needs: the last plan stays)
+          break;  // (a tighter budget than one micro-batch needs)
         }
-        price_stage(stage_plan, spec, options.recompute != Recompute::off, activation, index, p, v,
-                    m);
-        fits = budget <= 0 || stage_plan.peak_bytes <= budget;
-        stage_budget -= (stage_plan.peak_bytes - budget) * 1.05;
+        price_stage(trial, spec, options.recompute != Recompute::off, activation, index, p, v, m);
+        fits = budget <= 0 || trial.peak_bytes <= budget;
+        // Below the peak of the plan just found (a budget above it finds
+        // the same plan again), by the excess shared over the micro-batches
+        // in flight (what one keeps, each keeps).
+        stage_budget = std::min(stage_budget, trial.plan.prediction.peak_bytes) -
+                       (trial.peak_bytes - budget) * 1.05 / std::max(1.0, trial.in_flight);
+        // The lightest plan found stays.
+        if (stage_plan.plan.ops.empty() || trial.peak_bytes < stage_plan.peak_bytes) {
+          stage_plan = std::move(trial);
+        }
         if (stage_budget <= 0) break;
       }
       if (stage_plan.plan.ops.empty()) break;  // not even one micro-batch fits

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <unordered_map>
+#include <utility>
 
 #include "tessera/global/boxing.h"
 #include "tessera/global/choose_layout.h"
@@ -159,13 +161,24 @@ class Problem {
     StepPrediction p;
     const auto n_sources = static_cast<int>(sources_.size());
     double update_seconds = 0;
+    // One step's gradients are made during its backward pass (zero_grad
+    // drops the last step's): each counts from the node that makes it.
+    // Accumulated over micro-batches, they are alive all along.
+    const bool gradients_made_in_step = options_.micro_batches == 1;
+    std::vector<double> gradient_bytes(sources_.size(), 0.0);
+    double all_gradient_bytes = 0;
     for (size_t k = 0; k < sources_.size(); ++k) {
       const Source& source = sources_[k];
       const NdSbp& sbp = source.layouts[static_cast<size_t>(choice[k])];
-      const double bytes = local_bytes(graph_.value(source.value).meta, mesh_, sbp);
       if (source.is_input) continue;
-      p.state_bytes += bytes * (source.trained ? 2 + options_.optimizer_states : 1);
-      if (source.trained) update_seconds += update_cost(bytes);
+      const TensorMeta& meta = graph_.value(source.value).meta;
+      const double held = allocated_bytes(meta, sbp);
+      p.state_bytes += held * (source.trained ? 2 + options_.optimizer_states : 1);
+      if (source.trained) {
+        update_seconds += update_cost(local_bytes(meta, mesh_, sbp));
+        gradient_bytes[k] = held;
+        all_gradient_bytes += held;
+      }
     }
     // The step in order: each node waits for its inputs' boxing; gradient
     // boxing starts when its gradient is made, on its own stream.
@@ -174,20 +187,29 @@ class Problem {
     double blocking = 0;
     double gradients = 0;
     std::vector<double> live_bytes(graph_.values().size(), 0.0);
-    std::vector<int> last_use = last_uses();
+    std::vector<std::pair<int, int>> deaths;  // (last use, value), in node order
+    std::vector<int> tape_release;
+    {
+      const std::vector<int> last_use = last_uses(&tape_release);
+      tape_release.resize(graph_.nodes().size(), -1);
+      for (size_t v = 0; v < last_use.size(); ++v) {
+        if (last_use[v] >= 0) deaths.emplace_back(last_use[v], static_cast<int>(v));
+      }
+      std::sort(deaths.begin(), deaths.end());
+    }
+    size_t dying = 0;
+    // Boxed inputs the tape saved: (the node after which it lets go, bytes).
+    std::priority_queue<std::pair<int, double>, std::vector<std::pair<int, double>>, std::greater<>>
+        boxed_saves;
     double live = 0;
     for (size_t k = 0; k < sources_.size(); ++k) {
       const Source& source = sources_[k];
       if (!source.is_input) continue;
-      live += local_bytes(graph_.value(source.value).meta, mesh_,
-                          source.layouts[static_cast<size_t>(choice[k])]);
+      live += allocated_bytes(graph_.value(source.value).meta,
+                              source.layouts[static_cast<size_t>(choice[k])]);
     }
     double peak = live;
-    const std::vector<int>& outputs = graph_.outputs();
-    const int forward_end =
-        outputs.empty() || graph_.value(outputs[0]).kind != graph::ValueKind::node
-            ? -1
-            : graph_.value(outputs[0]).node;
+    const int forward_end = forward_end_node();
     double gradients_inline = 0;  // gradient traffic on the compute's own path
     for (size_t k = 0; k < ops_.size(); ++k) {
       const OpNode& op = ops_[k];
@@ -197,10 +219,21 @@ class Problem {
       const double boxing = boxing_into(static_cast<int>(k), choice);
       blocking += boxing;
       double temporary = 0;
+      const int released = tape_release[static_cast<size_t>(op.node)];
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         if (op.boxed[i].empty()) continue;
-        if (edge_seconds(op.boxed[i], choice, id) > 0) {
-          temporary += local_bytes(graph_.value(node.inputs[i]).meta, mesh_, option.input_sbps[i]);
+        // A layout change makes a new tensor (slicing a broadcast one
+        // included: the shard is copied to be contiguous).
+        if (produced_layout(node.inputs[i], choice) != option.input_sbps[i]) {
+          const double bytes =
+              allocated_bytes(graph_.value(node.inputs[i]).meta, option.input_sbps[i]);
+          if (released > op.node) {
+            // The tape saves the input as the op received it, boxed.
+            live += bytes;
+            boxed_saves.emplace(released, bytes);
+          } else {
+            temporary += bytes;
+          }
         }
       }
       now += boxing + option.compute_seconds;
@@ -208,11 +241,17 @@ class Problem {
       p.flops += op.flops[static_cast<size_t>(choice[id])];
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         const int value = node.outputs[o];
-        if (gradient_source_[static_cast<size_t>(value)] >= 0 || node.op->kind == OpKind::view) {
+        const int gradient_of = gradient_source_[static_cast<size_t>(value)];
+        if (gradients_made_in_step && gradient_of >= 0) {
+          // Laid out as its parameter is; alive to the step's end.
+          live += std::exchange(gradient_bytes[static_cast<size_t>(gradient_of)], 0.0);
+          continue;
+        }
+        if (gradient_memory_[static_cast<size_t>(value)] || aliased_input(node, o) >= 0) {
           continue;
         }
         live_bytes[static_cast<size_t>(value)] =
-            local_bytes(graph_.value(value).meta, mesh_, option.output_sbps[o]);
+            allocated_bytes(graph_.value(value).meta, option.output_sbps[o]);
         live += live_bytes[static_cast<size_t>(value)];
       }
       peak = std::max(peak, live + temporary);
@@ -220,6 +259,14 @@ class Problem {
         if (gradient.node != op.node) continue;
         const double seconds = gradient_seconds(gradient, choice);
         gradients += seconds;
+        if (seconds > 0) {
+          // The collective writes the gradient into a buffer of its own
+          // beside the one it reduces.
+          const auto to = static_cast<size_t>(passages_[gradient.passage].to);
+          peak = std::max(
+              peak, live + allocated_bytes(graph_.value(sources_.at(to).value).meta,
+                                           sources_[to].layouts[static_cast<size_t>(choice[to])]));
+        }
         if (options_.overlap_gradients && options_.model.overlaps_communication) {
           stream_free = std::max(stream_free, now) + seconds;
         } else {
@@ -227,11 +274,15 @@ class Problem {
           gradients_inline += seconds;
         }
       }
-      for (int value : node.inputs) {
-        if (last_use[static_cast<size_t>(value)] == op.node) {
-          live -= live_bytes[static_cast<size_t>(value)];
-          live_bytes[static_cast<size_t>(value)] = 0;
-        }
+      while (!boxed_saves.empty() && boxed_saves.top().first <= op.node) {
+        live -= boxed_saves.top().second;
+        boxed_saves.pop();
+      }
+      // Free what no later node reads (an alias's base included).
+      for (; dying < deaths.size() && deaths[dying].first <= op.node; ++dying) {
+        const auto value = static_cast<size_t>(deaths[dying].second);
+        live -= live_bytes[value];
+        live_bytes[value] = 0;
       }
       if (op.node == forward_end) {
         p.forward_seconds = now - gradients_inline;
@@ -248,8 +299,14 @@ class Problem {
     p.communication_seconds = blocking + gradients;
     p.step_seconds = end;
     p.exposed_seconds = end - p.compute_seconds;
-    p.activation_bytes = peak;
-    p.peak_bytes = p.state_bytes + peak;
+    if (gradients_made_in_step) {
+      // The peak counted the gradients made by then; the state counts all.
+      p.peak_bytes = p.state_bytes - all_gradient_bytes + peak;
+      p.activation_bytes = p.peak_bytes - p.state_bytes;
+    } else {
+      p.activation_bytes = peak;
+      p.peak_bytes = p.state_bytes + peak;
+    }
     return p;
   }
 
@@ -298,7 +355,7 @@ class Problem {
       const Source& source = sources_[k];
       if (source.is_input) continue;
       const NdSbp& sbp = source.layouts[static_cast<size_t>(choice[k])];
-      const double bytes = local_bytes(graph_.value(source.value).meta, mesh_, sbp) *
+      const double bytes = allocated_bytes(graph_.value(source.value).meta, sbp) *
                            (source.trained ? 2 + options_.optimizer_states : 1);
       sizes.emplace_back(bytes, source.name + " " + nd_sbp_str(sbp));
     }
@@ -375,6 +432,17 @@ class Problem {
     return layouts;
   }
 
+  // The layout `value` is made in under `choice`.
+  const NdSbp& produced_layout(int value, const std::vector<int>& choice) const {
+    const int id = choice_of_value_[static_cast<size_t>(value)];
+    const auto picked = static_cast<size_t>(choice[static_cast<size_t>(id)]);
+    if (id < static_cast<int>(sources_.size())) {
+      return sources_[static_cast<size_t>(id)].layouts[picked];
+    }
+    return ops_[static_cast<size_t>(id) - sources_.size()].options[picked].output_sbps.at(
+        static_cast<size_t>(output_of_value_[static_cast<size_t>(value)]));
+  }
+
   void make_sources(const nn::Module::NamedTensors& names) {
     const auto& variables = graph_.variables();
     for (size_t k = 0; k < graph_.inputs().size(); ++k) {
@@ -405,6 +473,22 @@ class Problem {
         }
       }
     }
+    // A gradient may be a view of what an op made (a weight's gradient, the
+    // transpose of a matmul's output): that memory is the gradient's, which
+    // the state already counts.
+    gradient_memory_.assign(graph_.values().size(), false);
+    for (size_t v = 0; v < gradient_source_.size(); ++v) {
+      gradient_memory_[v] = gradient_source_[v] >= 0;
+    }
+    for (size_t n = graph_.nodes().size(); n-- > 0;) {
+      const graph::Node& node = graph_.nodes()[n];
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const int base = aliased_input(node, o);
+        if (base >= 0 && gradient_memory_[static_cast<size_t>(node.outputs[o])]) {
+          gradient_memory_[static_cast<size_t>(base)] = true;
+        }
+      }
+    }
   }
 
   void add_source(int value, std::string name, bool is_input, bool trained) {
@@ -427,7 +511,8 @@ class Problem {
       const double bytes = local_bytes(meta, mesh_, sbp);
       cost.push_back(trained ? update_cost(bytes) / static_cast<double>(options_.micro_batches)
                              : 0.0);
-      memory.push_back(is_input ? bytes : bytes * (trained ? 2 + options_.optimizer_states : 1));
+      const double held = allocated_bytes(meta, sbp);
+      memory.push_back(is_input ? held : held * (trained ? 2 + options_.optimizer_states : 1));
       parts.push_back(axis_parts(sbp));
     }
     const int id =
@@ -437,7 +522,13 @@ class Problem {
   }
 
   // Per value: the last node that reads it (escaping values: past the end).
-  std::vector<int> last_uses() const {
+  // The node after which each value's memory can be freed. A view or an
+  // in-place op's output is its input's memory: that memory lives until
+  // the last use of any of its aliases (a view kept for the backward pass
+  // keeps its base).
+  // `tape_release`, where given: per node, the node after which the tape
+  // lets go of its saved inputs (-1: it keeps none).
+  std::vector<int> last_uses(std::vector<int>* tape_release = nullptr) const {
     std::vector<int> last(graph_.values().size(), -1);
     for (size_t n = 0; n < graph_.nodes().size(); ++n) {
       for (int value : graph_.nodes()[n].inputs)
@@ -446,7 +537,65 @@ class Problem {
     for (int value : graph_.escaping()) {
       last[static_cast<size_t>(value)] = static_cast<int>(graph_.nodes().size());
     }
+    if (options_.tape_keeps_inputs) {
+      // Autograd's tape keeps every input of an op that saves its inputs
+      // until the op's backward, whether its gradient reads them or not;
+      // that backward comes where the op's outputs are last read (its
+      // gradient and its readers' gradients read them there).
+      const int forward_end = forward_end_node();
+      for (int n = forward_end; n >= 0; --n) {
+        const graph::Node& node = graph_.nodes()[static_cast<size_t>(n)];
+        if (!node.op->saves_inputs || !node.op->differentiable || node.op->kind == OpKind::view) {
+          continue;
+        }
+        int backward = -1;
+        for (int value : node.outputs)
+          backward = std::max(backward, last[static_cast<size_t>(value)]);
+        for (int value : node.inputs) {
+          int& end = last[static_cast<size_t>(value)];
+          end = std::max(end, backward);
+        }
+        if (tape_release) {
+          tape_release->resize(graph_.nodes().size(), -1);
+          (*tape_release)[static_cast<size_t>(n)] = backward;
+        }
+      }
+    }
+    // Backwards, so a view of a view passes its use on to the root.
+    for (size_t n = graph_.nodes().size(); n-- > 0;) {
+      const graph::Node& node = graph_.nodes()[n];
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const int base = aliased_input(node, o);
+        if (base < 0) continue;
+        int& end = last[static_cast<size_t>(base)];
+        end = std::max(end, last[static_cast<size_t>(node.outputs[o])]);
+      }
+    }
     return last;
+  }
+
+  // The node that makes the step's first output (the loss): where the
+  // forward pass ends (-1: none).
+  int forward_end_node() const {
+    const std::vector<int>& outputs = graph_.outputs();
+    return outputs.empty() || graph_.value(outputs[0]).kind != graph::ValueKind::node
+               ? -1
+               : graph_.value(outputs[0]).node;
+  }
+
+  // The input whose memory output `o` of `node` is (-1: new memory).
+  static int aliased_input(const graph::Node& node, size_t o) {
+    if (node.op->kind == OpKind::view) return node.inputs.empty() ? -1 : node.inputs[0];
+    if (o < node.op->writes.size()) {
+      return node.inputs.at(static_cast<size_t>(node.op->writes[o]));
+    }
+    return -1;
+  }
+
+  // What the device's allocator reserves for a tensor of `meta` laid out
+  // as `sbp` on each rank (its size classes round requests up).
+  double allocated_bytes(const TensorMeta& meta, const NdSbp& sbp) const {
+    return options_.model.allocated_bytes(local_bytes(meta, mesh_, sbp));
   }
 
   // Which values are alive where the whole (unsplit) step peaks: the
@@ -462,8 +611,9 @@ class Problem {
     std::vector<std::pair<int, int>> spans(graph_.values().size(), {-1, -1});
     for (size_t n = 0; n < count; ++n) {
       const graph::Node& node = graph_.nodes()[n];
-      if (node.op->kind == OpKind::view) continue;
-      for (int value : node.outputs) {
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const int value = node.outputs[o];
+        if (aliased_input(node, o) >= 0) continue;
         const int end = std::max(last[static_cast<size_t>(value)], static_cast<int>(n));
         spans[static_cast<size_t>(value)] = {static_cast<int>(n), end};
         delta[n] += bytes_of(value);
@@ -755,6 +905,7 @@ class Problem {
   std::vector<int> choice_of_value_;  // value id -> its producer's choice node
   std::vector<int> output_of_value_;  // value id -> which output of it
   std::vector<int> gradient_source_;  // value id -> the source it is the gradient of
+  std::vector<bool> gradient_memory_;  // value id -> its memory is a gradient's
   std::vector<bool> at_peak_;
   mutable std::unordered_map<std::string, global::BoxingPlan> boxing_cache_;
   // Per choice node, its edges (built once the graph is complete, for runner-ups).

@@ -60,6 +60,11 @@ struct PlanOptions {
   // mask and softmax; bias and GELU) keep it; that op runs inside its
   // reader's kernel, without a launch of its own.
   bool fuse_elementwise = false;
+  // How long the step's activations live. true: Tessera's eager autograd
+  // tape keeps every input of an op that saves its inputs until that op's
+  // backward. false: each value is freed after its last read (a compiled
+  // graph; PyTorch's autograd, which saves only what gradients read).
+  bool tape_keeps_inputs = true;
   // Layouts fixed in advance, by tensor name (a parameter's qualified name,
   // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
   std::map<std::string, NdSbp> pinned;

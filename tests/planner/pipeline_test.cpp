@@ -33,6 +33,8 @@ PipelineOptions options_of(std::vector<int64_t> mesh, int64_t stages) {
   options.stage_mesh = std::move(mesh);
   options.stages = stages;
   options.plan.search.ilp_seconds = 0;  // the same quick search everywhere
+  options.plan.tape_keeps_inputs = false;  // priced as PyTorch's published runs were
+  options.plan.model.allocator = global::CostModel::Allocator::exact;
   return options;
 }
 
@@ -166,7 +168,7 @@ TEST(PlannerPipeline, AStageOverBudgetWithItsMicroBatchesInFlightIsPlannedAgainT
   const PipelinePlan free = plan_gpt_pipeline(spec, options);
   const StagePlan& first = free.plans[0];
   EXPECT_EQ(first.in_flight, 4);
-  const double budget = 0.8 * free.peak_bytes;
+  const double budget = 0.85 * free.peak_bytes;
   ASSERT_LT(first.plan.prediction.peak_bytes, budget);  // one micro-batch alone fits
   options.plan.memory_budget = budget;
   const PipelinePlan fitted = plan_gpt_pipeline(spec, options);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "examples/models/gpt.h"
 #include "tessera/graph/compile.h"
 #include "tessera/graph/trace.h"
 #include "tessera/optim/adam.h"
@@ -408,6 +409,82 @@ TEST(Planner, AutoParallelizeLaysOutTheModulesParameters) {
                    "is already global");
 }
 
+// What the allocator holds at the peak of an eager AdamW training step of
+// `model` (the third: the optimizer's state is made by then), beyond what
+// it held before the model was made, against the planner's prediction for
+// that step on one rank.
+void expect_peak_memory_predicted(
+    const std::function<std::shared_ptr<nn::Module>()>& make,
+    const std::function<Tensor(nn::Module&, const TensorVector&)>& loss,
+    const std::function<TensorVector()>& make_batch, double tolerance) {
+  CpuAllocator& allocator = CpuAllocator::instance();
+  const double before = static_cast<double>(allocator.stats().current_bytes);
+  double measured = 0;
+  double predicted = 0;
+  std::string explained;
+  {
+    std::shared_ptr<nn::Module> model = make();
+    const TensorVector batch = make_batch();
+    auto loss_of = [&](const TensorVector& b) { return loss(*model, b); };
+    PlanOptions options;
+    options.mesh = Placement::cpu(1);
+    const Plan plan =
+        planner::plan(trace_step(*model, loss_of, batch), options, model->named_parameters());
+    predicted = plan.prediction.peak_bytes;
+    explained = plan.explain();
+    optim::AdamW optimizer(model->parameters(), {.lr = 1e-3});
+    for (int step = 0; step < 3; ++step) {
+      if (step == 2) allocator.reset_peak();
+      optimizer.zero_grad();
+      loss_of(batch).backward();
+      optimizer.step();
+    }
+    measured = static_cast<double>(allocator.stats().peak_bytes) - before;
+  }
+  EXPECT_NEAR(predicted, measured, tolerance * measured)
+      << "predicted " << predicted / (1 << 20) << " MiB, measured " << measured / (1 << 20)
+      << " MiB\n"
+      << explained;
+}
+
+TEST(Planner, PredictsTheMemoryAnEagerStepPeaksAt) {
+  // An MLP: its 784x1024 weight's shards are 3.06 MiB, which the CPU
+  // allocator rounds to 4 MiB (four times: weight, gradient, two moments);
+  // the gradients exist only from the backward pass on.
+  expect_peak_memory_predicted(
+      [] {
+        return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+            std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
+            std::make_shared<nn::Linear>(1024, 10)});
+      },
+      [](nn::Module& m, const TensorVector& b) {
+        return cross_entropy(static_cast<nn::Sequential&>(m).forward(b[0]), b[1]);
+      },
+      [] {
+        return TensorVector{randn({128, 784}), randint(0, 10, {128}, DType::i64)};
+      },
+      0.04);
+  // A GPT: attention's q, k and v are views of one projection, kept for
+  // the backward pass, which keeps all of it; softmax's tape keeps its
+  // input as well as the output its gradient reads.
+  models::GPTConfig config;
+  config.context = 32;
+  config.d_model = 64;
+  config.layers = 2;
+  expect_peak_memory_predicted([config] { return std::make_shared<models::GPT>(config); },
+                               [](nn::Module& m, const TensorVector& b) {
+                                 return cross_entropy(
+                                     static_cast<models::GPT&>(m).forward(b[0]).flatten(0, 1),
+                                     b[1].flatten());
+                               },
+                               [] {
+                                 const Tensor tokens = randint(0, 256, {8, 33}, DType::i64);
+                                 return TensorVector{tokens.narrow(1, 0, 32).contiguous(),
+                                                     tokens.narrow(1, 1, 32).contiguous()};
+                               },
+                               0.05);
+}
+
 TEST(Planner, CompileWithAutoParallelPlansLaysOutAndTrains) {
   // One process, a one-rank mesh: the step is planned on its first call
   // with the optimizer's update left out, the parameters laid out, and
@@ -459,9 +536,10 @@ TEST(Planner, CompileWithAutoParallelPlansLaysOutAndTrains) {
       EXPECT_NEAR(parallel[s], local[s], 1e-5 * std::abs(local[s])) << "step " << s;
     }
     // Parameter, gradient and the optimizer's state as it reported it:
-    // SGD with momentum 1 buffer, Adam 2.
-    const double elements = 16 * 32 + 32 + 32 * 4 + 4;
-    EXPECT_DOUBLE_EQ(plan.prediction.state_bytes, elements * 4 * (adam ? 4 : 3));
+    // SGD with momentum 1 buffer, Adam 2; each as the CPU allocator
+    // reserves it (64-byte multiples: the 4-float bias takes 64 bytes).
+    const double bytes = 16 * 32 * 4 + 32 * 4 + 32 * 4 * 4 + 64;
+    EXPECT_DOUBLE_EQ(plan.prediction.state_bytes, bytes * (adam ? 4 : 3));
     EXPECT_HAS(plan.explain(), "0.weight");
   }
   EXPECT_THROW_MSG(
@@ -549,6 +627,20 @@ TEST(PlannerCostModel, ProfilesRoundTripAndRejectBadFields) {
                    "group_size must be an integer >= 2");
   EXPECT_THROW_MSG(global::CostModel::from_json(R"({"overlaps_communication": 1})"),
                    "must be true or false");
+
+  // The allocator a profile describes: memory is counted as it reserves.
+  // Tessera's CPU allocator: 64-byte multiples up to 4 KiB, four classes
+  // per power of two above, whole 2 MiB pages from 2 MiB.
+  EXPECT_EQ(back.allocator, global::CostModel::Allocator::cpu);
+  EXPECT_EQ(back.allocated_bytes(100), 128);
+  EXPECT_EQ(back.allocated_bytes(5000), 5120);
+  EXPECT_EQ(back.allocated_bytes(784 * 1024 * 4), 4 << 20);
+  model.allocator = global::CostModel::Allocator::exact;
+  const global::CostModel exact = global::CostModel::from_json(model.to_json());
+  EXPECT_EQ(exact.allocator, global::CostModel::Allocator::exact);
+  EXPECT_EQ(exact.allocated_bytes(784 * 1024 * 4), 784 * 1024 * 4);
+  EXPECT_THROW_MSG(global::CostModel::from_json(R"({"allocator": "cuda"})"),
+                   R"('allocator' must be "cpu" or "exact", got "cuda")");
 }
 
 TEST(PlannerCostModel, DeclaredProfilesLoadAndNameTheirSources) {
@@ -582,6 +674,7 @@ TEST(Planner, PlansADescribedGptWithoutAllocatingIt) {
   EXPECT_EQ(parameters, gpt_parameters(spec));
   PlanOptions options;
   options.mesh = Placement::cpu_mesh({2, 2});
+  options.model.allocator = global::CostModel::Allocator::exact;  // bytes as asked
   const Plan plan = planner::plan(step, options, names);
   // Every parameter was planned and is trained.
   for (const auto& [name, tensor] : names) {
