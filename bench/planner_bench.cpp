@@ -68,11 +68,16 @@ std::vector<double> time_steps(int steps, distributed::Group& world,
 }
 
 // Rank 0 prints the case's JSON line: the plan's prediction, the median
-// step measured and its spread, and the peak memory over the ranks.
+// step measured and its spread, and the peak memory over the ranks: the
+// allocator's peak over the steps less what it held before the case made
+// its model (the benchmark's own unsplit batches).
 void report(const Workload& workload, const Case& c, const planner::Plan& plan,
-            const std::vector<double>& times, int followed, int missed, distributed::Group& world) {
+            const std::vector<double>& times, int followed, int missed, double held_before,
+            distributed::Group& world) {
   Tensor peak = Tensor::from_vector(
-      std::vector<double>{static_cast<double>(CpuAllocator::instance().stats().peak_bytes)}, {1});
+      std::vector<double>{static_cast<double>(CpuAllocator::instance().stats().peak_bytes) -
+                          held_before},
+      {1});
   world.all_reduce(peak, distributed::ReduceOp::max);
   const double median = quantile(times, 0.5);
   if (world.rank() == 0) {
@@ -89,8 +94,13 @@ void report(const Workload& workload, const Case& c, const planner::Plan& plan,
   }
 }
 
+double held_bytes() {
+  return static_cast<double>(CpuAllocator::instance().stats().current_bytes);
+}
+
 void run_case(const Workload& workload, const Case& c, const global::CostModel& model, int steps,
               distributed::Group& world) {
+  const double held_before = held_bytes();
   manual_seed(7);
   std::shared_ptr<nn::Module> module = workload.make();
   auto loss_of = [&](const TensorVector& batch) { return workload.loss(*module, batch); };
@@ -142,7 +152,7 @@ void run_case(const Workload& workload, const Case& c, const global::CostModel& 
     optimizer.step();
   };
   for (int i = 0; i < 2; ++i) step();  // warm-up: optimizer state, caches
-  report(workload, c, plan, time_steps(steps, world, step), followed, missed, world);
+  report(workload, c, plan, time_steps(steps, world, step), followed, missed, held_before, world);
 }
 
 // The planner's plan as graph mode runs it: the step, written for one
@@ -151,6 +161,7 @@ void run_case(const Workload& workload, const Case& c, const global::CostModel& 
 // plan's. Every op runs the plan's signature, so "followed" is -1 (all).
 void run_compiled_case(const Workload& workload, const Case& c, const global::CostModel& model,
                        int steps, distributed::Group& world) {
+  const double held_before = held_bytes();
   manual_seed(7);
   std::shared_ptr<nn::Module> module = workload.make();
   optim::AdamW optimizer(module->parameters(), {.lr = 1e-3});
@@ -170,7 +181,7 @@ void run_compiled_case(const Workload& workload, const Case& c, const global::Co
   const planner::Plan& plan = planner::plan_of(compiled);
   const std::vector<double> times =
       time_steps(steps, world, [&] { (void)compiled(workload.batch); });
-  report(workload, c, plan, times, -1, 0, world);
+  report(workload, c, plan, times, -1, 0, held_before, world);
 }
 
 }  // namespace
