@@ -216,7 +216,9 @@ PipelinePlan plan_gpt_pipeline(const GptSpec& spec, const PipelineOptions& optio
       bool fits = false;
       for (int attempt = 0; attempt < 6 && !fits; ++attempt) {
         plan_options.memory_budget = stage_budget;
-        StagePlan trial = stage_plan;
+        StagePlan trial;
+        trial.stage = stage;
+        trial.count = count;
         try {
           trial.plan = plan(graph, plan_options, names);
         } catch (const BudgetError& error) {

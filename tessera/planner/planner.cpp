@@ -89,6 +89,7 @@ class Problem {
     choice_of_value_.assign(count, -1);
     output_of_value_.assign(count, 0);
     make_sources(names);
+    find_lifetimes();
     find_peak();
     make_ops();
     make_edges();
@@ -187,17 +188,7 @@ class Problem {
     double blocking = 0;
     double gradients = 0;
     std::vector<double> live_bytes(graph_.values().size(), 0.0);
-    std::vector<std::pair<int, int>> deaths;  // (last use, value), in node order
-    std::vector<int> tape_release;
-    {
-      const std::vector<int> last_use = last_uses(&tape_release);
-      tape_release.resize(graph_.nodes().size(), -1);
-      for (size_t v = 0; v < last_use.size(); ++v) {
-        if (last_use[v] >= 0) deaths.emplace_back(last_use[v], static_cast<int>(v));
-      }
-      std::sort(deaths.begin(), deaths.end());
-    }
-    size_t dying = 0;
+    size_t dying = 0;  // into deaths_
     // Boxed inputs the tape saved: (the node after which it lets go, bytes).
     std::priority_queue<std::pair<int, double>, std::vector<std::pair<int, double>>, std::greater<>>
         boxed_saves;
@@ -219,7 +210,7 @@ class Problem {
       const double boxing = boxing_into(static_cast<int>(k), choice);
       blocking += boxing;
       double temporary = 0;
-      const int released = tape_release[static_cast<size_t>(op.node)];
+      const int released = tape_release_[static_cast<size_t>(op.node)];
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         if (op.boxed[i].empty()) continue;
         // A layout change makes a new tensor (slicing a broadcast one
@@ -279,8 +270,8 @@ class Problem {
         boxed_saves.pop();
       }
       // Free what no later node reads (an alias's base included).
-      for (; dying < deaths.size() && deaths[dying].first <= op.node; ++dying) {
-        const auto value = static_cast<size_t>(deaths[dying].second);
+      for (; dying < deaths_.size() && deaths_[dying].first <= op.node; ++dying) {
+        const auto value = static_cast<size_t>(deaths_[dying].second);
         live -= live_bytes[value];
         live_bytes[value] = 0;
       }
@@ -521,15 +512,17 @@ class Problem {
     sources_.push_back(std::move(source));
   }
 
-  // Per value: the last node that reads it (escaping values: past the end).
-  // The node after which each value's memory can be freed. A view or an
-  // in-place op's output is its input's memory: that memory lives until
-  // the last use of any of its aliases (a view kept for the backward pass
-  // keeps its base).
-  // `tape_release`, where given: per node, the node after which the tape
-  // lets go of its saved inputs (-1: it keeps none).
-  std::vector<int> last_uses(std::vector<int>* tape_release = nullptr) const {
-    std::vector<int> last(graph_.values().size(), -1);
+  // When each value's memory can be freed, whatever the plan: last_use_,
+  // per value the node after which nothing needs it (escaping values: past
+  // the end), and deaths_, the same sorted by node. A view or an in-place
+  // op's output is its input's memory, which lives until the last use of
+  // any of its aliases (a view kept for the backward pass keeps its base).
+  // tape_release_: per node, the node after which the tape lets go of its
+  // saved inputs (-1: it keeps none).
+  void find_lifetimes() {
+    std::vector<int>& last = last_use_;
+    last.assign(graph_.values().size(), -1);
+    tape_release_.assign(graph_.nodes().size(), -1);
     for (size_t n = 0; n < graph_.nodes().size(); ++n) {
       for (int value : graph_.nodes()[n].inputs)
         last[static_cast<size_t>(value)] = static_cast<int>(n);
@@ -555,10 +548,7 @@ class Problem {
           int& end = last[static_cast<size_t>(value)];
           end = std::max(end, backward);
         }
-        if (tape_release) {
-          tape_release->resize(graph_.nodes().size(), -1);
-          (*tape_release)[static_cast<size_t>(n)] = backward;
-        }
+        tape_release_[static_cast<size_t>(n)] = backward;
       }
     }
     // Backwards, so a view of a view passes its use on to the root.
@@ -571,7 +561,11 @@ class Problem {
         end = std::max(end, last[static_cast<size_t>(node.outputs[o])]);
       }
     }
-    return last;
+    deaths_.clear();
+    for (size_t v = 0; v < last.size(); ++v) {
+      if (last[v] >= 0) deaths_.emplace_back(last[v], static_cast<int>(v));
+    }
+    std::sort(deaths_.begin(), deaths_.end());
   }
 
   // The node that makes the step's first output (the loss): where the
@@ -601,7 +595,7 @@ class Problem {
   // Which values are alive where the whole (unsplit) step peaks: the
   // memory the search weighs is theirs, split as each plan splits them.
   void find_peak() {
-    const std::vector<int> last = last_uses();
+    const std::vector<int>& last = last_use_;
     const size_t count = graph_.nodes().size();
     std::vector<double> delta(count + 2, 0.0);
     auto bytes_of = [&](int value) {
@@ -906,6 +900,9 @@ class Problem {
   std::vector<int> output_of_value_;  // value id -> which output of it
   std::vector<int> gradient_source_;  // value id -> the source it is the gradient of
   std::vector<bool> gradient_memory_;  // value id -> its memory is a gradient's
+  std::vector<int> last_use_;          // find_lifetimes
+  std::vector<std::pair<int, int>> deaths_;
+  std::vector<int> tape_release_;
   std::vector<bool> at_peak_;
   mutable std::unordered_map<std::string, global::BoxingPlan> boxing_cache_;
   // Per choice node, its edges (built once the graph is complete, for runner-ups).
