@@ -128,6 +128,24 @@ void check_uneven(Group& group) {
     expect_values<int64_t>(
         all[k], [&](int64_t i) { return k * 100 + i; }, "all_gather_uneven");
   }
+  // Pieces of several 2 MiB rounds in shared memory, each rank's a different
+  // number of rounds (rank 0's none at all), gathered even and uneven.
+  constexpr int64_t kRowFloats = 1000;
+  const int64_t many = r * 300 + 7;  // rows of kRowFloats floats
+  Tensor large = filled<float>({many, kRowFloats}, [&](int64_t i) { return (i * 3 + r) % 4099; });
+  std::vector<Tensor> pieces = group.all_gather_uneven(r == 0 ? large.slice(0, 0, 0) : large);
+  for (int k = 0; k < n; ++k) {
+    const int64_t rows = k == 0 ? 0 : k * 300 + 7;
+    EXPECT_WORKER(pieces[k].shape() == Shape({rows, kRowFloats}), shape_str(pieces[k].shape()));
+    expect_values<float>(
+        pieces[k], [&](int64_t i) { return (i * 3 + k) % 4099; }, "large all_gather_uneven");
+  }
+  Tensor even = filled<float>({700, kRowFloats}, [&](int64_t i) { return (i + 11 * r) % 997; });
+  pieces = group.all_gather(even);
+  for (int k = 0; k < n; ++k) {
+    expect_values<float>(
+        pieces[k], [&](int64_t i) { return (i + 11 * k) % 997; }, "large all_gather");
+  }
   // Rows to rank j: (r + j) % 3; values name sender and receiver.
   std::vector<Tensor> inputs;
   for (int j = 0; j < n; ++j) {
@@ -293,6 +311,21 @@ void check_errors(Group& group) {
     for (int j = 0; j < n; ++j) pieces.push_back(zeros({r == 1 ? 5 : 2}, DType::f64));
     message = message_of([&] { group.reduce_scatter(pieces); });
     EXPECT_WORKER(message.rfind("[reduce_scatter]", 0) == 0, message);
+    // In shared memory, ranks in different collectives raise at once, each
+    // naming both calls (over TCP they would wait out the timeout).
+    if (auto* gloo = dynamic_cast<GlooGroup*>(&group); gloo->uses_shared_memory()) {
+      Tensor both = zeros({2}, DType::f32);
+      message = message_of([&] {
+        if (r == 0) {
+          group.all_reduce(both);
+        } else {
+          (void)group.all_gather(both);
+        }
+      });
+      const std::string expected = r == 0 ? "calls all_reduce but rank 1 calls all_gather"
+                                          : "calls all_gather but rank 0 calls all_reduce";
+      EXPECT_WORKER(message.find(expected) != std::string::npos, message);
+    }
     // The group still works after mismatches caught before any data moved.
     Tensor ok = Tensor::from_vector<int64_t>({1}, {1});
     group.all_reduce(ok);
@@ -429,8 +462,8 @@ int main(int argc, char** argv) {
       // Every rank runs on this machine: shared memory unless switched off.
       const char* setting = std::getenv("TESSERA_SHARED_MEMORY");
       const bool expected = setting == nullptr || std::string(setting) != "0";
-      EXPECT_WORKER(gloo->all_reduce_uses_shared_memory() == expected, "shared memory ",
-                    gloo->all_reduce_uses_shared_memory(), ", expected ", expected);
+      EXPECT_WORKER(gloo->uses_shared_memory() == expected, "shared memory ",
+                    gloo->uses_shared_memory(), ", expected ", expected);
     }
     check_all_gather<float>(*group);
     check_all_gather<uint8_t>(*group);

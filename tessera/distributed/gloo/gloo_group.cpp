@@ -28,7 +28,7 @@
 #include "tessera/distributed/collective_checks.h"
 #include "tessera/distributed/gloo/layout_exchange.h"
 #include "tessera/distributed/gloo/ring_reduce_scatter.h"
-#include "tessera/distributed/gloo/shared_memory_reducer.h"
+#include "tessera/distributed/gloo/shared_memory_collectives.h"
 #include "tessera/distributed/rendezvous.h"
 
 namespace tessera::distributed {
@@ -363,15 +363,7 @@ void GlooGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   wait_launched();  // after what is in flight on this group, in one order
   check_tensor("all_reduce", tensor, kReduceDTypes, where());
   count_traffic(tensor);
-  // Every rank reaches its first all_reduce together (SPMD), whatever the shape.
-  if (!shared_memory_decided_) {
-    try {
-      setup_shared_memory();
-    } catch (const Error& error) {
-      TESSERA_FAIL("[all_reduce] ", where(), " failed choosing its transport: ", error.what());
-    }
-  }
-  if (shared_memory_ != nullptr) {
+  if (in_shared_memory("all_reduce")) {
     // Checks the ranks' layouts itself, in shared memory: no TCP at all.
     return shared_memory_->all_reduce(tensor.raw_data(), layout_of(tensor), op);
   }
@@ -417,11 +409,12 @@ std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool
   count_traffic(tensor);
   TESSERA_CHECK(equal_shapes || tensor.dim() >= 1, "[", op, "] ", where(),
                 ": needs at least one dimension to vary, got a 0-d tensor");
+  const char* hint =
+      "every rank needs the same dtype and shape (all_gather_uneven allows dim 0 to differ)";
+  if (in_shared_memory(op)) return shared_memory_->all_gather(op, tensor, equal_shapes, hint);
   const Layout mine = layout_of(tensor);
   std::vector<int64_t> rows(size_, mine.rows());
-  Check check{
-      op, mine,
-      "every rank needs the same dtype and shape (all_gather_uneven allows dim 0 to differ)"};
+  Check check{op, mine, hint};
   if (equal_shapes) {
     begin_check(check);  // cached: no round trip once this layout has been checked
   } else {
@@ -520,8 +513,9 @@ Tensor GlooGroup::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op)
   wait_launched();  // after what is in flight on this group, in one order
   check_per_rank("reduce_scatter", inputs, size_, kReduceDTypes, true, where());
   count_traffic(inputs);
-  Check check{"reduce_scatter", layout_of(inputs[0]),
-              "every rank needs inputs of the same dtype and shape"};
+  const char* hint = "every rank needs inputs of the same dtype and shape";
+  if (in_shared_memory("reduce_scatter")) return shared_memory_->reduce_scatter(inputs, op, hint);
+  Check check{"reduce_scatter", layout_of(inputs[0]), hint};
   begin_check(check);
   Tensor result = Tensor::empty(inputs[0].shape(), inputs[0].dtype());
   if (result.numel() == 0) {
@@ -550,6 +544,18 @@ Tensor text_tensor(const std::string& text, int64_t bytes) {
 
 }  // namespace
 
+bool GlooGroup::in_shared_memory(const char* op) {
+  // Every rank reaches its first such collective together (SPMD), whatever the shape.
+  if (!shared_memory_decided_) {
+    try {
+      setup_shared_memory();
+    } catch (const Error& error) {
+      TESSERA_FAIL("[", op, "] ", where(), " failed choosing its transport: ", error.what());
+    }
+  }
+  return shared_memory_ != nullptr;
+}
+
 void GlooGroup::setup_shared_memory() {
   shared_memory_decided_ = true;  // the collectives below run over TCP
   if (size_ == 1) return;
@@ -566,13 +572,14 @@ void GlooGroup::setup_shared_memory() {
     }
   }
   // Rank 0 makes the segment and tells the others its name ("" on failure).
-  std::unique_ptr<SharedMemoryReducer> reducer;
+  std::unique_ptr<SharedMemoryCollectives> reducer;
   constexpr int64_t kNameBytes = 64;
   Tensor name = text_tensor("", kNameBytes);
   if (rank_ == 0) {
     try {
-      const std::string fresh = SharedMemoryReducer::fresh_name();
-      reducer = std::make_unique<SharedMemoryReducer>(fresh, true, rank_, size_, timeout_, where());
+      const std::string fresh = SharedMemoryCollectives::fresh_name();
+      reducer =
+          std::make_unique<SharedMemoryCollectives>(fresh, true, rank_, size_, timeout_, where());
       name = text_tensor(fresh, kNameBytes);
     } catch (const Error&) {
       // No shared memory here (e.g. no /dev/shm): every rank stays on TCP.
@@ -582,8 +589,8 @@ void GlooGroup::setup_shared_memory() {
   const std::string segment(static_cast<const char*>(name.raw_data()));
   if (rank_ != 0 && !segment.empty()) {
     try {
-      reducer =
-          std::make_unique<SharedMemoryReducer>(segment, false, rank_, size_, timeout_, where());
+      reducer = std::make_unique<SharedMemoryCollectives>(segment, false, rank_, size_, timeout_,
+                                                          where());
     } catch (const Error&) {
       // Reported through the vote below; every rank stays on TCP.
     }

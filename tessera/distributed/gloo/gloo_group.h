@@ -24,7 +24,7 @@ class Device;
 namespace tessera::distributed {
 
 class LayoutExchange;
-class SharedMemoryReducer;
+class SharedMemoryCollectives;
 
 // The Gloo backend: a full mesh of TCP connections between the ranks,
 // rendezvoused through a Store. Every collective waits at most `timeout`.
@@ -42,9 +42,10 @@ class SharedMemoryReducer;
 // when they have arrived. send/recv exchange (dtype, numel) both ways with
 // every message, overlapping the transfer.
 //
-// When every rank of the group runs on one machine, all_reduce moves its
-// data through shared memory instead of TCP (see SharedMemoryReducer);
-// TESSERA_SHARED_MEMORY=0 keeps it on TCP.
+// When every rank of the group runs on one machine, all_reduce, the
+// all-gathers and reduce_scatter move their data through shared memory
+// instead of TCP (see SharedMemoryCollectives); TESSERA_SHARED_MEMORY=0
+// keeps them on TCP.
 class GlooGroup : public Group {
  public:
   // Publishes this rank's address under `prefix` in `store`, waits for the
@@ -72,9 +73,10 @@ class GlooGroup : public Group {
   void barrier() override;
   std::shared_ptr<Group> split(const std::vector<int>& ranks) override;
 
-  // Whether all_reduce moves data through shared memory (decided, with the
-  // other ranks, at the first all_reduce; false before it).
-  bool all_reduce_uses_shared_memory() const { return shared_memory_ != nullptr; }
+  // Whether the group's reductions and gathers move data through shared
+  // memory (decided, with the other ranks, at the first of them; false
+  // before it).
+  bool uses_shared_memory() const { return shared_memory_ != nullptr; }
 
  private:
   // Shares the parent's TCP device; used by split().
@@ -123,8 +125,12 @@ class GlooGroup : public Group {
   // The rank whose address appears in a Gloo message, or -1.
   int peer_in_message(const std::string& message) const;
   uint32_t next_tag() { return tag_++; }
-  // Decides, with the other ranks, whether all_reduce uses shared memory
-  // and maps the segment if so. Runs at the first all_reduce (a collective).
+  // Whether collective `op` moves its data through shared memory. The
+  // first call decides, with the other ranks (see setup_shared_memory).
+  bool in_shared_memory(const char* op);
+  // Decides, with the other ranks, whether the collectives use shared
+  // memory and maps the segment if so. Runs at the first all_reduce,
+  // all-gather or reduce_scatter (a collective itself, over TCP).
   void setup_shared_memory();
 
   std::shared_ptr<Store> store_;
@@ -143,7 +149,7 @@ class GlooGroup : public Group {
   std::set<std::pair<std::string, std::vector<int64_t>>> checked_layouts_;
   std::vector<uint8_t> scratch_;  // reduce_scatter's ring buffers, kept between calls
   bool shared_memory_decided_ = false;
-  std::unique_ptr<SharedMemoryReducer> shared_memory_;  // null: all_reduce over TCP
+  std::unique_ptr<SharedMemoryCollectives> shared_memory_;  // null: everything over TCP
 };
 
 }  // namespace tessera::distributed

@@ -1,0 +1,118 @@
+#pragma once
+
+// All-reduce, all-gather and reduce-scatter through one shared-memory
+// segment, for a Gloo group whose ranks all run on one machine. Gloo moves data only over TCP: on
+// one machine each byte crosses the loopback stack on both sides and wakes Gloo's polling thread,
+// and in a two-rank data-parallel step that cost more CPU than the gradients' compute
+// (bench/dp_compare.py). MPI's shared-memory transport needs ranks started by mpirun, so the ranks
+// tessera-run starts reduce here.
+//
+// Every collective moves rounds of at most kSlotBytes per rank. All-reduce:
+// every rank copies its part into its own slot; after a barrier, rank r
+// reduces slice r of the chunk over all slots (in rank order, so every rank
+// ends with the same bits) into a shared result; after a second barrier
+// every rank copies the result out. All-gather: every rank copies the next
+// chunk of its piece into its slot and, after a barrier, copies every
+// peer's out; the pieces' sizes travel with the first round's layouts, so
+// uneven pieces need no extra round trip. Reduce-scatter: every rank copies
+// the next chunk of each peer's piece into its slot and, after a barrier,
+// reduces its own. Two sets of slots alternate, so a round never waits for
+// the previous one's readers: a set is written again only after a barrier
+// every reader of its last round has passed. Barriers are per-rank epoch
+// counters woken through futexes.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/dtype.h"
+#include "tessera/core/tensor.h"
+#include "tessera/distributed/collective_checks.h"
+#include "tessera/distributed/group.h"
+
+namespace tessera::distributed {
+
+class SharedMemoryCollectives {
+ public:
+  // Rank 0 creates the segment `name` (create = true); the others open it
+  // after that. `where` ("rank r of n") starts messages. Throws
+  // tessera::Error when the segment cannot be made or mapped.
+  SharedMemoryCollectives(std::string name, bool create, int rank, int size,
+                          std::chrono::milliseconds timeout, std::string where);
+  ~SharedMemoryCollectives();
+  SharedMemoryCollectives(const SharedMemoryCollectives&) = delete;
+  SharedMemoryCollectives& operator=(const SharedMemoryCollectives&) = delete;
+
+  // Removes the segment's name once every rank has it mapped, so nothing is
+  // left behind even if a rank dies later; the mappings stay valid.
+  void unlink();
+  // Reduces the tensor data at `data` (laid out as `layout`) in place across
+  // the ranks. Ranks whose layouts or ops differ all raise, naming both, and
+  // the segment stays usable; so do ranks calling different collectives. A
+  // rank that dies or does not arrive within the timeout raises naming that
+  // rank; the segment is unusable after that.
+  void all_reduce(void* data, const Layout& layout, ReduceOp op);
+  // Every rank's `tensor` (contiguous, on the CPU), gathered along dim 0
+  // into one tensor, and each rank's rows as views of it. Unless
+  // `equal_shapes`, dim 0 may differ between ranks. `op` names the call in
+  // messages; `hint` ends a mismatch's message (what would be valid).
+  std::vector<Tensor> all_gather(const char* op, const Tensor& tensor, bool equal_shapes,
+                                 const std::string& hint);
+  // Sum (or `reduce`) over ranks of each rank's inputs[rank()], the inputs
+  // one per rank, contiguous, of one dtype and shape.
+  Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp reduce,
+                        const std::string& hint);
+
+  // A segment name no other live process uses ("/tessera-<pid>-<n>").
+  static std::string fresh_name();
+  // Bytes of one rank's slot: the largest chunk reduced in one round.
+  static constexpr size_t kSlotBytes = size_t{2} << 20;
+
+ private:
+  // Which collective a rank is in, posted beside its layout.
+  enum class Call : uint32_t { all_reduce = 1, all_gather, all_gather_uneven, reduce_scatter };
+  // Posts this rank's call: what the peers check at the first barrier.
+  void post(Call call, const Layout& layout, ReduceOp op);
+  // Marks this rank's arrival at the next barrier and waits for the others.
+  void barrier();
+  // Waits until rank `peer`'s epoch reaches `target`.
+  void wait_for(int peer, uint32_t target);
+  // Throws unless every rank posted the same call and op and a layout
+  // compatible with `mine` (equal, or equal but for dim 0 unless
+  // `equal_shapes`).
+  void check_agreement(Call call, const Layout& mine, ReduceOp op, bool equal_shapes,
+                       const std::string& hint);
+  // The set of slots the next round uses (alternating), and rank r's slot in it.
+  uint8_t* next_set();
+  uint8_t* slot(uint8_t* set, int rank) const;
+  // Each rank's control block: barrier epoch and process id, then two
+  // records of its call (which collective, reduce op, layout). A call posts
+  // to the record of its first round's parity, so a rank that runs ahead
+  // into its next call never overwrites a record a slower peer still reads.
+  uint8_t* control(int rank) const;
+  uint32_t* epoch_word(int rank) const;
+  int32_t* pid_word(int rank) const;
+  uint8_t* record(int rank) const;  // this call's
+  uint32_t* call_word(int rank) const;
+  uint32_t* op_word(int rank) const;
+  int64_t* layout_words(int rank) const;
+
+  std::string name_;
+  bool owner_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::string where_;
+  const char* op_ = "all_reduce";  // the call in progress, for messages
+  size_t bytes_ = 0;
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  uint32_t epoch_ = 0;
+  uint64_t rounds_ = 0;
+  uint64_t call_round_ = 0;  // the first round of the call in progress
+  bool broken_ = false;
+};
+
+}  // namespace tessera::distributed
