@@ -25,6 +25,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -218,6 +220,12 @@ int main(int argc, char** argv) {
       std::vector<int> members;
       for (int r = rank / size * size; r < rank / size * size + size; ++r) members.push_back(r);
       std::shared_ptr<distributed::Group> group = size == ranks ? world : world->split(members);
+      // Each collective gets a fit of its own (their transports and
+      // algorithms differ), and all of them together one for the rest.
+      using global::Collective;
+      const Collective kinds[] = {Collective::all_reduce, Collective::all_gather,
+                                  Collective::reduce_scatter};
+      std::map<Collective, std::pair<std::vector<double>, std::vector<double>>> samples;
       std::vector<double> link, seconds;
       for (int64_t kib : options.quick ? std::vector<int64_t>{16, 1024}
                                        : std::vector<int64_t>{16, 256, 1024, 4096, 16384}) {
@@ -226,24 +234,35 @@ int main(int argc, char** argv) {
         Tensor input = full({count}, 1.0);
         std::vector<Tensor> pieces;
         for (int r = 0; r < size; ++r) pieces.push_back(full({count / size}, 1.0));
-        const double reduce = median_seconds(*world, reps, [&] {
-          Tensor buffer = input.clone();
-          group->all_reduce(buffer);
-        });
-        const double gather =
-            median_seconds(*world, reps, [&] { (void)group->all_gather(pieces[0]); });
-        const double scatter =
-            median_seconds(*world, reps, [&] { (void)group->reduce_scatter(pieces); });
-        using global::Collective;
-        link.push_back(global::CostModel::link_bytes(Collective::all_reduce, payload, size));
-        seconds.push_back(reduce);
-        link.push_back(global::CostModel::link_bytes(Collective::all_gather, payload / size, size));
-        seconds.push_back(gather);
-        link.push_back(global::CostModel::link_bytes(Collective::reduce_scatter, payload, size));
-        seconds.push_back(scatter);
+        for (Collective kind : kinds) {
+          double taken = 0, handed = payload;
+          if (kind == Collective::all_reduce) {
+            taken = median_seconds(*world, reps, [&] {
+              Tensor buffer = input.clone();
+              group->all_reduce(buffer);
+            });
+          } else if (kind == Collective::all_gather) {
+            // Boxing gathers pieces that may differ in length.
+            taken =
+                median_seconds(*world, reps, [&] { (void)group->all_gather_uneven(pieces[0]); });
+            handed = payload / size;
+          } else {
+            taken = median_seconds(*world, reps, [&] { (void)group->reduce_scatter(pieces); });
+          }
+          const double bytes = global::CostModel::link_bytes(kind, handed, size);
+          samples[kind].first.push_back(bytes);
+          samples[kind].second.push_back(taken);
+          link.push_back(bytes);
+          seconds.push_back(taken);
+        }
       }
-      auto [alpha, beta] = fit_line(link, seconds, /*relative=*/false);
-      model.set_link(size, global::LinkModel{std::max(alpha, small_boxing), beta});
+      auto set = [&](const std::vector<double>& x, const std::vector<double>& y,
+                     std::optional<Collective> kind) {
+        auto [alpha, beta] = fit_line(x, y, /*relative=*/false);
+        model.set_link(size, global::LinkModel{std::max(alpha, small_boxing), beta}, kind);
+      };
+      set(link, seconds, std::nullopt);
+      for (Collective kind : kinds) set(samples[kind].first, samples[kind].second, kind);
     }
 
     struct sysinfo info {};

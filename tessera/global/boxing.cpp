@@ -490,7 +490,7 @@ int64_t group_span(const BoxingStep& step, const Placement& placement) {
 void price(BoxingStep& step, const Placement& placement, const CostModel& model) {
   step.seconds = model.copy_seconds(step.local_bytes);
   if (step.collective) {
-    const LinkModel fit = model.link(step.group_size, group_span(step, placement));
+    const LinkModel fit = model.link(step.group_size, group_span(step, placement), step.collective);
     step.seconds += fit.alpha_seconds + step.link_bytes * fit.seconds_per_byte;
   }
 }

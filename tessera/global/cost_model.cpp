@@ -25,7 +25,27 @@ const char* collective_name(Collective kind) {
   return "collective";
 }
 
+const char* collective_key(Collective kind) {
+  switch (kind) {
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::broadcast:
+      return "broadcast";
+  }
+  return "collective";
+}
+
 namespace {
+
+constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
+                                       Collective::all_gather, Collective::all_to_all,
+                                       Collective::broadcast};
 
 // The fit for the nearest group size that has one.
 LinkModel nearest(const std::map<int64_t, LinkModel>& links, int64_t group_size) {
@@ -39,10 +59,27 @@ LinkModel nearest(const std::map<int64_t, LinkModel>& links, int64_t group_size)
 
 }  // namespace
 
-LinkModel CostModel::link(int64_t group_size, int64_t span) const {
+LinkModel CostModel::LinkTable::find(int64_t group_size, std::optional<Collective> kind) const {
+  if (kind) {
+    auto own = by_kind.find(*kind);
+    if (own != by_kind.end() && !own->second.empty()) return nearest(own->second, group_size);
+  }
+  return nearest(any, group_size);
+}
+
+void CostModel::set_link(int64_t group_size, LinkModel link, std::optional<Collective> kind) {
+  (kind ? links_.by_kind[*kind] : links_.any)[group_size] = link;
+}
+
+void CostModel::set_inter_node_link(int64_t group_size, LinkModel link,
+                                    std::optional<Collective> kind) {
+  (kind ? inter_links_.by_kind[*kind] : inter_links_.any)[group_size] = link;
+}
+
+LinkModel CostModel::link(int64_t group_size, int64_t span, std::optional<Collective> kind) const {
   const bool crosses = ranks_per_node_ > 0 && std::max(span, group_size) > ranks_per_node_;
-  return crosses && !inter_links_.empty() ? nearest(inter_links_, group_size)
-                                          : nearest(links_, group_size);
+  return crosses && !inter_links_.empty() ? inter_links_.find(group_size, kind)
+                                          : links_.find(group_size, kind);
 }
 
 const ComputeModel& CostModel::compute(OpKind kind) const {
@@ -71,7 +108,7 @@ double CostModel::link_bytes(Collective kind, double payload_bytes, int64_t grou
 double CostModel::collective_seconds(Collective kind, double payload_bytes, int64_t group_size,
                                      int64_t span) const {
   if (group_size <= 1) return 0;
-  const LinkModel fit = link(group_size, span);
+  const LinkModel fit = link(group_size, span, kind);
   return fit.alpha_seconds + link_bytes(kind, payload_bytes, group_size) * fit.seconds_per_byte;
 }
 
@@ -106,19 +143,31 @@ double positive(const nlohmann::json& object, const char* field, const std::stri
 
 namespace {
 
-std::map<int64_t, LinkModel> read_links(const nlohmann::json& root, const char* field) {
-  std::map<int64_t, LinkModel> links;
-  if (!root.contains(field)) return links;
+// Each entry of `field` through `set(group_size, fit, kind)`.
+template <typename Set>
+void read_links(const nlohmann::json& root, const char* field, Set&& set) {
+  if (!root.contains(field)) return;
   TESSERA_CHECK(root[field].is_array(), "[cost_model] '", field, "' must be an array");
   const std::string where = std::string("an entry of '") + field + "'";
   for (const nlohmann::json& entry : root[field]) {
     const double size = positive(entry, "group_size", where);
     TESSERA_CHECK(size >= 2 && size == std::floor(size) && size < 1e9, "[cost_model] ", where,
                   ": group_size must be an integer >= 2, got ", size);
-    links[static_cast<int64_t>(size)] = LinkModel{positive(entry, "alpha_seconds", where),
-                                                  positive(entry, "seconds_per_byte", where)};
+    std::optional<Collective> kind;
+    if (entry.contains("collective")) {
+      const nlohmann::json& name = entry["collective"];
+      for (Collective candidate : kCollectives) {
+        if (name.is_string() && name == collective_key(candidate)) kind = candidate;
+      }
+      TESSERA_CHECK(kind.has_value(), "[cost_model] ", where, ": 'collective' must be one of ",
+                    "\"all_reduce\", \"reduce_scatter\", \"all_gather\", \"all_to_all\", ",
+                    "\"broadcast\", got ", name.dump());
+    }
+    set(static_cast<int64_t>(size),
+        LinkModel{positive(entry, "alpha_seconds", where),
+                  positive(entry, "seconds_per_byte", where)},
+        kind);
   }
-  return links;
 }
 
 ComputeModel read_rates(const nlohmann::json& compute, const std::string& where) {
@@ -145,12 +194,21 @@ const std::map<std::string, OpKind>& kind_names() {
   return names;
 }
 
-nlohmann::json links_json(const std::map<int64_t, LinkModel>& links) {
+nlohmann::json fit_json(int64_t size, const LinkModel& fit, std::optional<Collective> kind) {
+  nlohmann::json entry{{"group_size", size}};
+  if (kind) entry["collective"] = collective_key(*kind);
+  entry["alpha_seconds"] = fit.alpha_seconds;
+  entry["seconds_per_byte"] = fit.seconds_per_byte;
+  return entry;
+}
+
+// The fits for every collective, then each kind's.
+nlohmann::json links_json(const std::map<int64_t, LinkModel>& any,
+                          const std::map<Collective, std::map<int64_t, LinkModel>>& by_kind) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& [size, fit] : links) {
-    list.push_back({{"group_size", size},
-                    {"alpha_seconds", fit.alpha_seconds},
-                    {"seconds_per_byte", fit.seconds_per_byte}});
+  for (const auto& [size, fit] : any) list.push_back(fit_json(size, fit, std::nullopt));
+  for (const auto& [kind, fits] : by_kind) {
+    for (const auto& [size, fit] : fits) list.push_back(fit_json(size, fit, kind));
   }
   return list;
 }
@@ -168,8 +226,13 @@ CostModel CostModel::from_json(const std::string& text) {
   TESSERA_CHECK(!root.is_discarded() && root.is_object(),
                 "[cost_model] the profile is not a JSON object");
   CostModel model;
-  model.links_ = read_links(root, "links");
-  model.inter_links_ = read_links(root, "inter_node_links");
+  read_links(root, "links", [&](int64_t size, LinkModel fit, std::optional<Collective> kind) {
+    model.set_link(size, fit, kind);
+  });
+  read_links(root, "inter_node_links",
+             [&](int64_t size, LinkModel fit, std::optional<Collective> kind) {
+               model.set_inter_node_link(size, fit, kind);
+             });
   if (root.contains("ranks_per_node")) {
     const double ranks = positive(root, "ranks_per_node", "the profile");
     TESSERA_CHECK(ranks >= 1 && ranks == std::floor(ranks) && ranks < 1e9,
@@ -220,8 +283,9 @@ std::string CostModel::to_json() const {
   if (ranks_per_node_ > 0) root["ranks_per_node"] = ranks_per_node_;
   root["overlaps_communication"] = overlaps_communication;
   root["allocator"] = allocator == Allocator::cpu ? "cpu" : "exact";
-  root["links"] = links_json(links_);
-  if (!inter_links_.empty()) root["inter_node_links"] = links_json(inter_links_);
+  root["links"] = links_json(links_.any, links_.by_kind);
+  if (!inter_links_.empty())
+    root["inter_node_links"] = links_json(inter_links_.any, inter_links_.by_kind);
   auto rates_json = [](const ComputeModel& rates) {
     return nlohmann::json{{"flops_per_second", rates.flops_per_second},
                           {"bytes_per_second", rates.bytes_per_second},

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "tessera/ops/op.h"
@@ -19,6 +20,9 @@ namespace tessera::global {
 
 enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast };
 const char* collective_name(Collective kind);
+
+// The name a profile gives `kind` ("all_reduce", "all_gather", ...).
+const char* collective_key(Collective kind);
 
 // One collective on one group size: α seconds plus β seconds per byte on
 // the busiest link.
@@ -40,15 +44,18 @@ class CostModel {
  public:
   CostModel() = default;
 
-  // The α-β fit for groups of `group_size` ranks; sizes without a fit use
-  // the nearest size that has one (the defaults when none has).
-  void set_link(int64_t group_size, LinkModel link) { links_[group_size] = link; }
+  // The α-β fit for groups of `group_size` ranks, for every collective or
+  // for collectives of one `kind` only (the transports may differ: a
+  // gather's time is not an all-reduce's). A collective uses its own kind's
+  // fits where there are any, else the fits for every kind; sizes without
+  // a fit use the nearest size that has one (the defaults when none has).
+  void set_link(int64_t group_size, LinkModel link, std::optional<Collective> kind = {});
   // `span`: how far apart in rank order the group's first and last ranks
   // are, plus one (a group of consecutive ranks: its size). Groups that
   // span more than ranks_per_node() ranks cross nodes and use the
   // inter-node fits, where there are any.
-  LinkModel link(int64_t group_size, int64_t span = 0) const;
-  void set_inter_node_link(int64_t group_size, LinkModel link) { inter_links_[group_size] = link; }
+  LinkModel link(int64_t group_size, int64_t span = 0, std::optional<Collective> kind = {}) const;
+  void set_inter_node_link(int64_t group_size, LinkModel link, std::optional<Collective> kind = {});
   void set_ranks_per_node(int64_t ranks) { ranks_per_node_ = ranks; }
   int64_t ranks_per_node() const { return ranks_per_node_; }
   void set_compute(ComputeModel compute) { compute_ = compute; }
@@ -93,7 +100,8 @@ class CostModel {
   // A profile:
   //   {"name": "...", "sources": "...", "memory_bytes": 8e10, "peak_flops_per_second": 9.89e14,
   //    "ranks_per_node": 8, "overlaps_communication": true, "allocator": "exact",
-  //    "links": [{"group_size": 2, "alpha_seconds": 4e-05, "seconds_per_byte": 9e-10}, ...],
+  //    "links": [{"group_size": 2, "alpha_seconds": 4e-05, "seconds_per_byte": 9e-10},
+  //              {"group_size": 2, "collective": "all_gather", ...}, ...],
   //    "inter_node_links": [...the same, for groups that cross nodes...],
   //    "compute": {"flops_per_second": ..., "bytes_per_second": ..., "seconds_per_call": ...},
   //    "compute_by_kind": {"matmul": {"flops_per_second": ..., "bytes_per_second": ...}, ...}}
@@ -105,8 +113,15 @@ class CostModel {
   std::string to_json() const;
 
  private:
-  std::map<int64_t, LinkModel> links_;
-  std::map<int64_t, LinkModel> inter_links_;
+  // Fits by group size: for every collective, and for one kind.
+  struct LinkTable {
+    std::map<int64_t, LinkModel> any;
+    std::map<Collective, std::map<int64_t, LinkModel>> by_kind;
+    bool empty() const { return any.empty() && by_kind.empty(); }
+    LinkModel find(int64_t group_size, std::optional<Collective> kind) const;
+  };
+  LinkTable links_;
+  LinkTable inter_links_;
   int64_t ranks_per_node_ = 0;
   ComputeModel compute_;
   std::map<OpKind, ComputeModel> kinds_;

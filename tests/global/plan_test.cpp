@@ -330,6 +330,38 @@ TEST(CostModel, LinksUseTheNearestMeasuredGroupSize) {
   EXPECT_DOUBLE_EQ(model.compute_seconds({2e9, 1e6}), 2e9 / 100e9);  // compute-bound
 }
 
+// A collective uses its own kind's fits where a profile has them (a gather
+// may take another transport than an all-reduce), else the fits for all.
+TEST(CostModel, CollectivesUseTheirOwnFitsWhereTheProfileHasThem) {
+  CostModel model = CostModel::from_json(
+      R"({"links": [{"group_size": 2, "alpha_seconds": 1e-5, "seconds_per_byte": 1e-9},
+                    {"group_size": 2, "collective": "all_gather", "alpha_seconds": 3e-4,
+                     "seconds_per_byte": 2e-9},
+                    {"group_size": 8, "collective": "all_gather", "alpha_seconds": 5e-4,
+                     "seconds_per_byte": 4e-9}]})");
+  // 1000 bytes gathered on 2 ranks: 1000 bytes cross the busiest link.
+  EXPECT_DOUBLE_EQ(model.collective_seconds(Collective::all_gather, 1000, 2), 3e-4 + 1000 * 2e-9);
+  // An all-reduce of 1000 bytes on 2 ranks: 1000 link bytes at the general rate.
+  EXPECT_DOUBLE_EQ(model.collective_seconds(Collective::all_reduce, 1000, 2), 1e-5 + 1000 * 1e-9);
+  // The nearest group size among the kind's own fits.
+  EXPECT_EQ(model.link(6, 0, Collective::all_gather).alpha_seconds, 5e-4);
+  EXPECT_EQ(model.link(6, 0, Collective::reduce_scatter).alpha_seconds, 1e-5);
+  // Boxing prices its gather with the gather's fit (for 4 ranks, the
+  // nearer one of 2): S(0) -> B of 8 x 6 f32 on 4 ranks brings each rank
+  // the other three's 48 bytes.
+  BoxingPlan plan = global::plan_boxing(global_meta({8, 6}, kFour, kS0), kFour, kB, model);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_NEAR(plan.seconds, 3e-4 + 144 * 2e-9 + model.copy_seconds(plan.steps[0].local_bytes),
+              1e-12);
+  // Written back with the kind, read the same.
+  EXPECT_EQ(CostModel::from_json(model.to_json()).to_json(), model.to_json());
+  EXPECT_HAS(error_of([] {
+               CostModel::from_json(R"({"links": [{"group_size": 2, "collective": "allgather",
+                                       "alpha_seconds": 1e-5, "seconds_per_byte": 1e-9}]})");
+             }),
+             "'collective' must be one of \"all_reduce\"");
+}
+
 TEST(CostModel, ReadsAProfileAndRefusesBadOnes) {
   CostModel model = CostModel::from_json(
       R"({"links": [{"group_size": 4, "alpha_seconds": 2e-5, "seconds_per_byte": 5e-10}],

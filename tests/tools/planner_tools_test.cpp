@@ -101,5 +101,28 @@ TEST(TesseraCalibrate, WritesAProfileTheCostModelReads) {
   EXPECT_EQ(run(kCalibrate + " --repetitions 0").status, 2);
 }
 
+#ifdef TESSERA_RUN_PATH
+// On two ranks the profile has links: one fit for every collective, and
+// one of each kind's own.
+TEST(TesseraCalibrate, FitsEachCollectiveOnTwoRanks) {
+  const fs::path out =
+      fs::temp_directory_path() / ("tessera_profile2_" + std::to_string(getpid()) + ".json");
+  const Outcome result = run(std::string(TESSERA_RUN_PATH) + " -n 2 " + kCalibrate +
+                             " --quick --repetitions 2 --out " + out.string());
+  ASSERT_EQ(result.status, 0) << result.output;
+  const global::CostModel model = global::CostModel::from_file(out.string());
+  fs::remove(out);
+  EXPECT_HAS(model.name, "this machine, 2 ranks");
+  const std::string text = model.to_json();
+  for (const char* kind : {"\"all_reduce\"", "\"all_gather\"", "\"reduce_scatter\""}) {
+    EXPECT_HAS(text, std::string("\"collective\": ") + kind);
+  }
+  for (global::Collective kind : {global::Collective::all_reduce, global::Collective::all_gather,
+                                  global::Collective::reduce_scatter}) {
+    EXPECT_GT(model.link(2, 2, kind).seconds_per_byte, 0) << global::collective_key(kind);
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace tessera::testing
