@@ -81,18 +81,30 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-// The median of `repetitions` timed runs of fn (after one untimed run),
-// the slowest rank's.
+// Seconds per call of fn: the median over `repetitions` timings, each of
+// as many calls as take about 10 ms (the same count on every rank), from
+// one barrier to the end of a second one, the slowest rank's. Ranks that
+// share cores must be measured sharing them: a single short call can end
+// within one time slice before a peer is even scheduled, and a timer
+// started as each rank leaves the barrier would then see a core of its own.
 template <typename Fn>
 double median_seconds(distributed::Group& group, int repetitions, Fn&& fn) {
+  using clock = std::chrono::steady_clock;
   fn();
+  const auto first = clock::now();
+  fn();
+  const double once = std::chrono::duration<double>(clock::now() - first).count();
+  Tensor calls =
+      Tensor::from_vector(std::vector<double>{std::ceil(10e-3 / std::max(once, 1e-7))}, {1});
+  group.all_reduce(calls, distributed::ReduceOp::max);
+  const int count = static_cast<int>(std::clamp(calls.item<double>(), 1.0, 10000.0));
   std::vector<double> times;
   for (int i = 0; i < repetitions; ++i) {
     group.barrier();
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const auto start = clock::now();
+    for (int call = 0; call < count; ++call) fn();
+    group.barrier();
+    times.push_back(std::chrono::duration<double>(clock::now() - start).count() / count);
   }
   Tensor slowest = Tensor::from_vector(times, {static_cast<int64_t>(times.size())});
   group.all_reduce(slowest, distributed::ReduceOp::max);

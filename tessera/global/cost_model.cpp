@@ -9,43 +9,36 @@
 
 namespace tessera::global {
 
+namespace {
+
+// Each collective's name in messages and in a profile.
+struct CollectiveNames {
+  Collective kind;
+  const char* name;
+  const char* key;
+};
+constexpr CollectiveNames kCollectives[] = {
+    {Collective::all_reduce, "all-reduce", "all_reduce"},
+    {Collective::reduce_scatter, "reduce-scatter", "reduce_scatter"},
+    {Collective::all_gather, "all-gather", "all_gather"},
+    {Collective::all_to_all, "all-to-all", "all_to_all"},
+    {Collective::broadcast, "broadcast", "broadcast"}};
+
+}  // namespace
+
 const char* collective_name(Collective kind) {
-  switch (kind) {
-    case Collective::all_reduce:
-      return "all-reduce";
-    case Collective::reduce_scatter:
-      return "reduce-scatter";
-    case Collective::all_gather:
-      return "all-gather";
-    case Collective::all_to_all:
-      return "all-to-all";
-    case Collective::broadcast:
-      return "broadcast";
-  }
+  for (const CollectiveNames& names : kCollectives)
+    if (names.kind == kind) return names.name;
   return "collective";
 }
 
 const char* collective_key(Collective kind) {
-  switch (kind) {
-    case Collective::all_reduce:
-      return "all_reduce";
-    case Collective::reduce_scatter:
-      return "reduce_scatter";
-    case Collective::all_gather:
-      return "all_gather";
-    case Collective::all_to_all:
-      return "all_to_all";
-    case Collective::broadcast:
-      return "broadcast";
-  }
+  for (const CollectiveNames& names : kCollectives)
+    if (names.kind == kind) return names.key;
   return "collective";
 }
 
 namespace {
-
-constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
-                                       Collective::all_gather, Collective::all_to_all,
-                                       Collective::broadcast};
 
 // The fit for the nearest group size that has one.
 LinkModel nearest(const std::map<int64_t, LinkModel>& links, int64_t group_size) {
@@ -156,8 +149,8 @@ void read_links(const nlohmann::json& root, const char* field, Set&& set) {
     std::optional<Collective> kind;
     if (entry.contains("collective")) {
       const nlohmann::json& name = entry["collective"];
-      for (Collective candidate : kCollectives) {
-        if (name.is_string() && name == collective_key(candidate)) kind = candidate;
+      for (const CollectiveNames& candidate : kCollectives) {
+        if (name.is_string() && name == candidate.key) kind = candidate.kind;
       }
       TESSERA_CHECK(kind.has_value(), "[cost_model] ", where, ": 'collective' must be one of ",
                     "\"all_reduce\", \"reduce_scatter\", \"all_gather\", \"all_to_all\", ",
