@@ -189,7 +189,8 @@ class Problem {
     double gradients = 0;
     std::vector<double> live_bytes(graph_.values().size(), 0.0);
     size_t dying = 0;  // into deaths_
-    // Boxed inputs the tape saved: (the node after which it lets go, bytes).
+    // Boxed inputs kept past their op, by the tape or by views of them:
+    // (the node after which they go, bytes).
     std::priority_queue<std::pair<int, double>, std::vector<std::pair<int, double>>, std::greater<>>
         boxed_saves;
     double live = 0;
@@ -218,10 +219,19 @@ class Problem {
         if (produced_layout(node.inputs[i], choice) != option.input_sbps[i]) {
           const double bytes =
               allocated_bytes(graph_.value(node.inputs[i]).meta, option.input_sbps[i]);
-          if (released > op.node) {
-            // The tape saves the input as the op received it, boxed.
+          // The tape saves the input as the op received it, boxed; a view
+          // of it (or an in-place op's output) is the boxed copy, which
+          // lives as long as the view does (a gathered weight, transposed
+          // for a matmul that keeps it for the backward pass).
+          int until = released;
+          for (size_t o = 0; o < node.outputs.size(); ++o) {
+            if (aliased_input(node, o) == node.inputs[i]) {
+              until = std::max(until, last_use_[static_cast<size_t>(node.outputs[o])]);
+            }
+          }
+          if (until > op.node) {
             live += bytes;
-            boxed_saves.emplace(released, bytes);
+            boxed_saves.emplace(until, bytes);
           } else {
             temporary += bytes;
           }
