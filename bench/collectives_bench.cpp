@@ -1,7 +1,8 @@
 // Tessera's side of the collective benchmarks (bench/collectives_compare.py
 // runs it under tessera-run (Gloo) and mpirun (MPI) next to
-// bench/collectives_torch.py). Every rank times all_reduce, all_gather and
-// reduce_scatter of 1, 16 and 64 MiB of f32 (the size of one rank's input);
+// bench/collectives_torch.py). Every rank times all_reduce, all_gather,
+// reduce_scatter and all_to_all of 1, 16 and 64 MiB of f32 (the size of one
+// rank's input);
 // rank 0 prints one JSON line per case with the backend and the median
 // seconds over the timed repetitions.
 //
@@ -76,10 +77,13 @@ int main(int argc, char** argv) {
       const double gather = median_seconds(*group, repetitions, [&] { group->all_gather(input); });
       const double scatter = median_seconds(*group, repetitions,
                                             [&] { group->reduce_scatter(pieces, ReduceOp::sum); });
+      const double exchange =
+          median_seconds(*group, repetitions, [&] { (void)group->all_to_all(pieces); });
       if (group->rank() == 0) {
         for (auto [op, seconds] : {std::pair<const char*, double>{"all_reduce", reduce},
                                    {"all_gather", gather},
-                                   {"reduce_scatter", scatter}}) {
+                                   {"reduce_scatter", scatter},
+                                   {"all_to_all", exchange}}) {
           std::printf("{\"framework\": \"tessera\", \"backend\": \"%s\", \"op\": \"%s\", "
                       "\"mib\": %lld, \"ranks\": %d, \"seconds\": %.6f}\n",
                       backend, op, static_cast<long long>(mib), world, seconds);

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Collective bandwidth, each Tessera backend next to torch.distributed
-(gloo), in one run: all_reduce, all_gather and reduce_scatter of 1, 16 and
-64 MiB per rank on 2 and 4 local ranks. Tessera's Gloo backend and PyTorch
-run under tessera-run, Tessera's MPI backend under mpirun (shared memory:
-the vader BTL); fresh jobs alternate. Prints medians and ratios (PyTorch
+(gloo), in one run: all_reduce, all_gather, reduce_scatter and all_to_all
+of 1, 16 and 64 MiB per rank on 2 and 4 local ranks. Tessera's Gloo
+backend and PyTorch run under tessera-run, Tessera's MPI backend under
+mpirun (shared memory: the vader BTL); fresh jobs alternate. Prints medians and ratios (PyTorch
 time / Tessera time, so above 1 means Tessera moves the data faster).
 
 Usage: python3 bench/collectives_compare.py [--jobs 3] [--repetitions 10]
@@ -85,7 +85,7 @@ def main():
         for backend in backends:
             header += f" {backend + ' ms':>10} {backend + ' x':>8}"
         print(header)
-        for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
             for mib in (1, 16, 64):
                 theirs = statistics.median(times[(op, mib, "pytorch")])
                 line = f"{op:<15} {mib:>4} {theirs * 1e3:>11.2f}"

@@ -45,6 +45,7 @@ def main():
         outputs = [torch.empty(count) for _ in range(world)]
         pieces = [torch.ones(count // world) for _ in range(world)]
         out_piece = torch.empty(count // world)
+        exchanged = torch.empty(count)
         results = {
             "all_reduce": median_seconds(args.repetitions, lambda: dist.all_reduce(data.clone())),
             "all_gather": median_seconds(args.repetitions,
@@ -54,6 +55,9 @@ def main():
             "reduce_scatter": median_seconds(
                 args.repetitions,
                 lambda: out_piece.copy_(_reduce_scatter(pieces, rank))),
+            # One tensor split evenly among the ranks, as Tessera's pieces.
+            "all_to_all": median_seconds(
+                args.repetitions, lambda: dist.all_to_all_single(exchanged, data)),
         }
         if rank == 0:
             for op, seconds in results.items():

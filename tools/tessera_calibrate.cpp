@@ -8,7 +8,7 @@
 // sharing them:
 //   - matmul, convolution and elementwise ops over a range of sizes, each
 //     fitted as seconds = per call + max(FLOPs / rate, bytes / rate);
-//   - all-reduce, all-gather and reduce-scatter of 16 KiB to 16 MiB on
+//   - all-reduce, all-gather, reduce-scatter and all-to-all of 16 KiB to 16 MiB on
 //     groups of every size that divides the job (consecutive ranks, all
 //     groups at once, as a mesh axis runs them), fitted per group size as
 //     seconds = alpha + link bytes * beta (the ring's bytes on the busiest
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
       // algorithms differ), and all of them together one for the rest.
       using global::Collective;
       const Collective kinds[] = {Collective::all_reduce, Collective::all_gather,
-                                  Collective::reduce_scatter};
+                                  Collective::reduce_scatter, Collective::all_to_all};
       std::map<Collective, std::pair<std::vector<double>, std::vector<double>>> samples;
       std::vector<double> link, seconds;
       for (int64_t kib : options.quick ? std::vector<int64_t>{16, 1024}
@@ -258,8 +258,11 @@ int main(int argc, char** argv) {
             taken =
                 median_seconds(*world, reps, [&] { (void)group->all_gather_uneven(pieces[0]); });
             handed = payload / size;
-          } else {
+          } else if (kind == Collective::reduce_scatter) {
             taken = median_seconds(*world, reps, [&] { (void)group->reduce_scatter(pieces); });
+          } else {
+            // Boxing between splits (S(i) to S(j)) exchanges pieces.
+            taken = median_seconds(*world, reps, [&] { (void)group->all_to_all(pieces); });
           }
           const double bytes = global::CostModel::link_bytes(kind, handed, size);
           samples[kind].first.push_back(bytes);

@@ -158,6 +158,24 @@ void check_uneven(Group& group) {
     expect_values<float>(
         got[k], [&](int64_t i) { return k * 1000 + r * 100 + i; }, "all_to_all");
   }
+  // Several rounds in shared memory: rows to rank j are (r + 2j) * 150 % 701
+  // rows of kRowFloats floats (some pieces empty, some over a round).
+  auto sent_rows = [](int from, int to) -> int64_t { return (from + 2 * to) * 150 % 701; };
+  auto value = [](int from, int to, int64_t i) {
+    return static_cast<float>((i + 7 * from + 13 * to) % 1021);
+  };
+  inputs.clear();
+  for (int j = 0; j < n; ++j) {
+    inputs.push_back(
+        filled<float>({sent_rows(r, j), kRowFloats}, [&](int64_t i) { return value(r, j, i); }));
+  }
+  got = group.all_to_all(inputs);
+  for (int k = 0; k < n; ++k) {
+    EXPECT_WORKER(got[k].shape() == Shape({sent_rows(k, r), kRowFloats}),
+                  shape_str(got[k].shape()));
+    expect_values<float>(
+        got[k], [&](int64_t i) { return value(k, r, i); }, "large all_to_all");
+  }
   std::vector<Tensor> bytes;
   for (int j = 0; j < n; ++j)
     bytes.push_back(filled<uint8_t>({1}, [&](int64_t) { return r * 16 + j; }));
@@ -311,6 +329,13 @@ void check_errors(Group& group) {
     for (int j = 0; j < n; ++j) pieces.push_back(zeros({r == 1 ? 5 : 2}, DType::f64));
     message = message_of([&] { group.reduce_scatter(pieces); });
     EXPECT_WORKER(message.rfind("[reduce_scatter]", 0) == 0, message);
+    // all_to_all pieces whose trailing dims differ between ranks.
+    std::vector<Tensor> sent;
+    for (int j = 0; j < n; ++j) sent.push_back(zeros({1, r == 1 ? 3 : 2}, DType::f32));
+    message = message_of([&] { (void)group.all_to_all(sent); });
+    EXPECT_WORKER(
+        message.rfind("[all_to_all]", 0) == 0 && message.find("rank") != std::string::npos,
+        message);
     // In shared memory, ranks in different collectives raise at once, each
     // naming both calls (over TCP they would wait out the timeout).
     if (auto* gloo = dynamic_cast<GlooGroup*>(&group); gloo->uses_shared_memory()) {

@@ -114,11 +114,13 @@ TEST(TesseraCalibrate, FitsEachCollectiveOnTwoRanks) {
   fs::remove(out);
   EXPECT_HAS(model.name, "this machine, 2 ranks");
   const std::string text = model.to_json();
-  for (const char* kind : {"\"all_reduce\"", "\"all_gather\"", "\"reduce_scatter\""}) {
+  for (const char* kind :
+       {"\"all_reduce\"", "\"all_gather\"", "\"reduce_scatter\"", "\"all_to_all\""}) {
     EXPECT_HAS(text, std::string("\"collective\": ") + kind);
   }
-  for (global::Collective kind : {global::Collective::all_reduce, global::Collective::all_gather,
-                                  global::Collective::reduce_scatter}) {
+  for (global::Collective kind :
+       {global::Collective::all_reduce, global::Collective::all_gather,
+        global::Collective::reduce_scatter, global::Collective::all_to_all}) {
     EXPECT_GT(model.link(2, 2, kind).seconds_per_byte, 0) << global::collective_key(kind);
   }
 }

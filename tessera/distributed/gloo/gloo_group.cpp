@@ -454,6 +454,10 @@ std::vector<Tensor> GlooGroup::all_to_all(const std::vector<Tensor>& inputs) {
   wait_launched();  // after what is in flight on this group, in one order
   check_per_rank("all_to_all", inputs, size_, kMoveDTypes, false, where());
   count_traffic(inputs);
+  if (in_shared_memory("all_to_all")) {
+    return shared_memory_->all_to_all(
+        inputs, "every rank needs pieces of the same dtype and shape but for dim 0");
+  }
   // Every rank learns every rank's row counts and layout, so each knows what it receives.
   const Layout mine = layout_of(inputs[0]);
   std::vector<int64_t> header = mine.encode();

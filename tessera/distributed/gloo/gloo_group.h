@@ -43,7 +43,7 @@ class SharedMemoryCollectives;
 // every message, overlapping the transfer.
 //
 // When every rank of the group runs on one machine, all_reduce, the
-// all-gathers and reduce_scatter move their data through shared memory
+// all-gathers, reduce_scatter and all_to_all move their data through shared memory
 // instead of TCP (see SharedMemoryCollectives); TESSERA_SHARED_MEMORY=0
 // keeps them on TCP.
 class GlooGroup : public Group {
@@ -130,7 +130,7 @@ class GlooGroup : public Group {
   bool in_shared_memory(const char* op);
   // Decides, with the other ranks, whether the collectives use shared
   // memory and maps the segment if so. Runs at the first all_reduce,
-  // all-gather or reduce_scatter (a collective itself, over TCP).
+  // all-gather, reduce_scatter or all_to_all (a collective itself, over TCP).
   void setup_shared_memory();
 
   std::shared_ptr<Store> store_;

@@ -234,6 +234,8 @@ const char* call_name(uint32_t call) {
       return "all_gather_uneven";
     case 4:
       return "reduce_scatter";
+    case 5:
+      return "all_to_all";
     default:
       return "an unknown collective";
   }
@@ -401,6 +403,69 @@ Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs
     });
   }
   return result;
+}
+
+std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor>& inputs,
+                                                        const std::string& hint) {
+  const Layout mine = layout_of(inputs[0]);
+  post(Call::all_to_all, mine, ReduceOp::sum);
+  const auto row_bytes = static_cast<size_t>(mine.row_bytes);
+  const auto peers = static_cast<size_t>(size_);
+  // Each slot: the row counts this rank sends (read in the first round),
+  // then one part per peer.
+  const size_t header = (peers * sizeof(int64_t) + kLine - 1) / kLine * kLine;
+  const size_t part = (kSlotBytes - header) / peers / kLine * kLine;
+  auto sent_bytes = [&](int peer) {
+    return static_cast<size_t>(inputs[static_cast<size_t>(peer)].size(0)) * row_bytes;
+  };
+  auto source = [&](int peer) {
+    return static_cast<const uint8_t*>(inputs[static_cast<size_t>(peer)].raw_data());
+  };
+  auto fill = [&](uint8_t* own, size_t done) {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || done >= sent_bytes(peer)) continue;
+      copy_bytes(own + header + static_cast<size_t>(peer) * part, source(peer) + done,
+                 std::min(sent_bytes(peer) - done, part));
+    }
+  };
+  uint8_t* set = next_set();
+  auto* counts = reinterpret_cast<int64_t*>(slot(set, rank_));
+  for (int peer = 0; peer < size_; ++peer) counts[peer] = inputs[static_cast<size_t>(peer)].size(0);
+  fill(slot(set, rank_), 0);
+  barrier();
+  check_agreement(Call::all_to_all, mine, ReduceOp::sum, false, hint);
+  // What every rank sends every other: the rounds all ranks take.
+  std::vector<int64_t> rows(peers);
+  size_t most = 0;
+  for (int from = 0; from < size_; ++from) {
+    const auto* theirs = reinterpret_cast<const int64_t*>(slot(set, from));
+    for (int to = 0; to < size_; ++to) {
+      if (from != to) most = std::max(most, static_cast<size_t>(theirs[to]) * row_bytes);
+    }
+    rows[static_cast<size_t>(from)] = theirs[rank_];
+  }
+  const GatheredRows placed(rows);
+  Tensor received = Tensor::empty(placed.shape_of(inputs[0].shape()), inputs[0].dtype());
+  auto* out = static_cast<uint8_t*>(received.raw_data());
+  auto out_of = [&](int from) {
+    return out + static_cast<size_t>(placed.first[static_cast<size_t>(from)]) * row_bytes;
+  };
+  copy_bytes(out_of(rank_), source(rank_), sent_bytes(rank_));
+  for (size_t done = 0;; done += part) {
+    if (done > 0) {
+      set = next_set();
+      fill(slot(set, rank_), done);
+      barrier();
+    }
+    for (int from = 0; from < size_; ++from) {
+      const size_t bytes = static_cast<size_t>(rows[static_cast<size_t>(from)]) * row_bytes;
+      if (from == rank_ || done >= bytes) continue;
+      copy_bytes(out_of(from) + done, slot(set, from) + header + static_cast<size_t>(rank_) * part,
+                 std::min(bytes - done, part));
+    }
+    if (done + part >= most) break;
+  }
+  return placed.pieces(received, inputs[0].shape());
 }
 
 }  // namespace tessera::distributed

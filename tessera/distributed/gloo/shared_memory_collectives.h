@@ -1,6 +1,6 @@
 #pragma once
 
-// All-reduce, all-gather and reduce-scatter through one shared-memory
+// All-reduce, all-gather, reduce-scatter and all-to-all through one shared-memory
 // segment, for a Gloo group whose ranks all run on one machine. Gloo moves data only over TCP: on
 // one machine each byte crosses the loopback stack on both sides and wakes Gloo's polling thread,
 // and in a two-rank data-parallel step that cost more CPU than the gradients' compute
@@ -16,10 +16,12 @@
 // peer's out; the pieces' sizes travel with the first round's layouts, so
 // uneven pieces need no extra round trip. Reduce-scatter: every rank copies
 // the next chunk of each peer's piece into its slot and, after a barrier,
-// reduces its own. Two sets of slots alternate, so a round never waits for
-// the previous one's readers: a set is written again only after a barrier
-// every reader of its last round has passed. Barriers are per-rank epoch
-// counters woken through futexes.
+// reduces its own. All-to-all: every rank's slot holds one part per peer,
+// each carrying the next chunk of what it sends that peer; after a barrier
+// every rank copies its part out of each peer's slot; the first round's
+// slots begin with the row counts sent to each peer. Two sets of slots alternate, so a round never
+// waits for the previous one's readers: a set is written again only after a barrier every reader of
+// its last round has passed. Barriers are per-rank epoch counters woken through futexes.
 
 #include <chrono>
 #include <cstddef>
@@ -64,6 +66,10 @@ class SharedMemoryCollectives {
   // one per rank, contiguous, of one dtype and shape.
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp reduce,
                         const std::string& hint);
+  // inputs[peer] (contiguous, on the CPU, of one dtype and shape but for
+  // dim 0) goes to rank `peer`; returns what each rank sent this one, in
+  // rank order, as views of one tensor.
+  std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs, const std::string& hint);
 
   // A segment name no other live process uses ("/tessera-<pid>-<n>").
   static std::string fresh_name();
@@ -72,7 +78,13 @@ class SharedMemoryCollectives {
 
  private:
   // Which collective a rank is in, posted beside its layout.
-  enum class Call : uint32_t { all_reduce = 1, all_gather, all_gather_uneven, reduce_scatter };
+  enum class Call : uint32_t {
+    all_reduce = 1,
+    all_gather,
+    all_gather_uneven,
+    reduce_scatter,
+    all_to_all
+  };
   // Posts this rank's call: what the peers check at the first barrier.
   void post(Call call, const Layout& layout, ReduceOp op);
   // Marks this rank's arrival at the next barrier and waits for the others.
