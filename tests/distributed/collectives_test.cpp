@@ -139,6 +139,8 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectivesTest, ::testing::Values(1, 2, 3,
 
 TEST(CollectivesFailureTest, LostPeerEndsTheOtherRanksWithinTheTimeout) {
   constexpr int kWorldSize = 3;
+  // Over TCP (in shared memory, see the next test).
+  tessera::testing::ScopedEnv tcp_only("TESSERA_SHARED_MEMORY", "0");
   JobResult job = run_job(kWorldSize, "die_early", 5, 30s);
   EXPECT_EQ(job.ranks[kWorldSize - 1].exit_code, 3);  // the rank that left
   for (int rank = 0; rank < kWorldSize - 1; ++rank) {
@@ -309,7 +311,9 @@ TEST(CollectivesFailureTest, EveryCollectiveOverTcpOnly) {
 
 TEST(CollectivesFailureTest, StalledPeerTimesOutTheOthers) {
   constexpr int kWorldSize = 3;
-  // The stalled rank sleeps 2.5 s; the others must give up after their 1 s timeout.
+  // The stalled rank sleeps 2.5 s; the others must give up after their 1 s
+  // timeout. Over TCP (in shared memory: LostOrStalledPeerInSharedMemoryAllReduceIsNamed).
+  tessera::testing::ScopedEnv tcp_only("TESSERA_SHARED_MEMORY", "0");
   JobResult job = run_job(kWorldSize, "stall", 1, 30s);
   // Only a rank waiting on the stalled one is sure to time out itself; the
   // other may first see that rank leave. Both must fail with the op named.

@@ -350,6 +350,17 @@ void check_errors(Group& group) {
       const std::string expected = r == 0 ? "calls all_reduce but rank 1 calls all_gather"
                                           : "calls all_gather but rank 0 calls all_reduce";
       EXPECT_WORKER(message.find(expected) != std::string::npos, message);
+      // A barrier is a call like the others there.
+      message = message_of([&] {
+        if (r == 0) {
+          group.barrier();
+        } else {
+          group.all_reduce(both);
+        }
+      });
+      const std::string named =
+          r == 0 ? "[barrier] rank 0 of " : "calls all_reduce but rank 0 calls barrier";
+      EXPECT_WORKER(message.find(named) != std::string::npos, message);
     }
     // The group still works after mismatches caught before any data moved.
     Tensor ok = Tensor::from_vector<int64_t>({1}, {1});

@@ -676,6 +676,10 @@ void GlooGroup::point_to_point(const char* op, const Tensor& tensor, int peer, i
 
 void GlooGroup::barrier() {
   wait_launched();  // after what is in flight on this group, in one order
+  if (in_shared_memory("barrier")) {
+    shared_memory_->barrier();
+    return;
+  }
   gloo::BarrierOptions options(context_);
   options.setTag(next_tag());
   options.setTimeout(timeout_);

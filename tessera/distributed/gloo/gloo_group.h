@@ -43,9 +43,9 @@ class SharedMemoryCollectives;
 // every message, overlapping the transfer.
 //
 // When every rank of the group runs on one machine, all_reduce, the
-// all-gathers, reduce_scatter and all_to_all move their data through shared memory
-// instead of TCP (see SharedMemoryCollectives); TESSERA_SHARED_MEMORY=0
-// keeps them on TCP.
+// all-gathers, reduce_scatter and all_to_all move their data through
+// shared memory instead of TCP, and barrier waits there (see
+// SharedMemoryCollectives); TESSERA_SHARED_MEMORY=0 keeps them on TCP.
 class GlooGroup : public Group {
  public:
   // Publishes this rank's address under `prefix` in `store`, waits for the
@@ -130,7 +130,8 @@ class GlooGroup : public Group {
   bool in_shared_memory(const char* op);
   // Decides, with the other ranks, whether the collectives use shared
   // memory and maps the segment if so. Runs at the first all_reduce,
-  // all-gather, reduce_scatter or all_to_all (a collective itself, over TCP).
+  // all-gather, reduce_scatter, all_to_all or barrier (a collective itself,
+  // over TCP).
   void setup_shared_memory();
 
   std::shared_ptr<Store> store_;

@@ -212,7 +212,7 @@ void SharedMemoryCollectives::wait_for(int peer, uint32_t target) {
   }
 }
 
-void SharedMemoryCollectives::barrier() {
+void SharedMemoryCollectives::arrive_and_wait() {
   ++epoch_;
   uint32_t* mine = epoch_word(rank_);
   std::atomic_ref<uint32_t>(*mine).store(epoch_, std::memory_order_release);
@@ -236,6 +236,8 @@ const char* call_name(uint32_t call) {
       return "reduce_scatter";
     case 5:
       return "all_to_all";
+    case 6:
+      return "barrier";
     default:
       return "an unknown collective";
   }
@@ -298,7 +300,7 @@ void SharedMemoryCollectives::all_reduce(void* data, const Layout& layout, Reduc
     uint8_t* own = slot(set, rank_);
     copy_bytes(own, chunk, mine_start);
     copy_bytes(own + mine_end, chunk + mine_end, static_cast<size_t>(n) * item - mine_end);
-    barrier();
+    arrive_and_wait();
     if (offset == 0) check_agreement(Call::all_reduce, layout, op, true, "");
     if (mine_end > mine_start) {
       const size_t length = (mine_end - mine_start) / item;
@@ -314,7 +316,7 @@ void SharedMemoryCollectives::all_reduce(void* data, const Layout& layout, Reduc
       });
       copy_bytes(chunk + mine_start, out, mine_end - mine_start);
     }
-    barrier();
+    arrive_and_wait();
     copy_bytes(chunk, result, mine_start);
     copy_bytes(chunk + mine_end, result + mine_end, static_cast<size_t>(n) * item - mine_end);
   }
@@ -332,7 +334,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
   // Round 0 also carries the layouts: the pieces' sizes are known after it.
   uint8_t* set = next_set();
   copy_bytes(slot(set, rank_), own_bytes, std::min(my_bytes, kSlotBytes));
-  barrier();
+  arrive_and_wait();
   check_agreement(call, mine, ReduceOp::sum, equal_shapes, hint);
   std::vector<int64_t> rows(static_cast<size_t>(size_));
   for (int peer = 0; peer < size_; ++peer) {
@@ -349,7 +351,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
       set = next_set();
       if (done < my_bytes)
         copy_bytes(slot(set, rank_), own_bytes + done, std::min(my_bytes - done, kSlotBytes));
-      barrier();
+      arrive_and_wait();
     }
     for (int peer = 0; peer < size_; ++peer) {
       const size_t bytes = static_cast<size_t>(rows[static_cast<size_t>(peer)] * mine.row_bytes);
@@ -387,7 +389,7 @@ Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs
       if (peer != rank_)
         copy_bytes(own + static_cast<size_t>(peer) * bytes, piece(peer) + offset * item, bytes);
     }
-    barrier();
+    arrive_and_wait();
     if (offset == 0) check_agreement(Call::reduce_scatter, mine, reduce, true, hint);
     if (n == 0) continue;
     auto source = [&](int r) -> const uint8_t* {
@@ -432,7 +434,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor
   auto* counts = reinterpret_cast<int64_t*>(slot(set, rank_));
   for (int peer = 0; peer < size_; ++peer) counts[peer] = inputs[static_cast<size_t>(peer)].size(0);
   fill(slot(set, rank_), 0);
-  barrier();
+  arrive_and_wait();
   check_agreement(Call::all_to_all, mine, ReduceOp::sum, false, hint);
   // What every rank sends every other: the rounds all ranks take.
   std::vector<int64_t> rows(peers);
@@ -455,7 +457,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor
     if (done > 0) {
       set = next_set();
       fill(slot(set, rank_), done);
-      barrier();
+      arrive_and_wait();
     }
     for (int from = 0; from < size_; ++from) {
       const size_t bytes = static_cast<size_t>(rows[static_cast<size_t>(from)]) * row_bytes;
@@ -466,6 +468,15 @@ std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor
     if (done + part >= most) break;
   }
   return placed.pieces(received, inputs[0].shape());
+}
+
+void SharedMemoryCollectives::barrier() {
+  post(Call::barrier, Layout{}, ReduceOp::sum);
+  // The call takes a round, so that a rank that leaves first posts its next
+  // call to the other record while a peer may still read this one.
+  (void)next_set();
+  arrive_and_wait();
+  check_agreement(Call::barrier, Layout{}, ReduceOp::sum, true, "");
 }
 
 }  // namespace tessera::distributed

@@ -1,6 +1,6 @@
 #pragma once
 
-// All-reduce, all-gather, reduce-scatter and all-to-all through one shared-memory
+// All-reduce, all-gather, reduce-scatter, all-to-all and barriers through one shared-memory
 // segment, for a Gloo group whose ranks all run on one machine. Gloo moves data only over TCP: on
 // one machine each byte crosses the loopback stack on both sides and wakes Gloo's polling thread,
 // and in a two-rank data-parallel step that cost more CPU than the gradients' compute
@@ -70,6 +70,8 @@ class SharedMemoryCollectives {
   // dim 0) goes to rank `peer`; returns what each rank sent this one, in
   // rank order, as views of one tensor.
   std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs, const std::string& hint);
+  // Returns once every rank has called it (one round barrier, no data).
+  void barrier();
 
   // A segment name no other live process uses ("/tessera-<pid>-<n>").
   static std::string fresh_name();
@@ -83,12 +85,13 @@ class SharedMemoryCollectives {
     all_gather,
     all_gather_uneven,
     reduce_scatter,
-    all_to_all
+    all_to_all,
+    barrier
   };
   // Posts this rank's call: what the peers check at the first barrier.
   void post(Call call, const Layout& layout, ReduceOp op);
-  // Marks this rank's arrival at the next barrier and waits for the others.
-  void barrier();
+  // Marks this rank's arrival at the next round barrier and waits for the others.
+  void arrive_and_wait();
   // Waits until rank `peer`'s epoch reaches `target`.
   void wait_for(int peer, uint32_t target);
   // Throws unless every rank posted the same call and op and a layout
