@@ -7,7 +7,8 @@
 // Every rank measures at once, so ranks that share cores are measured
 // sharing them:
 //   - matmul, convolution and elementwise ops over a range of sizes, each
-//     fitted as seconds = per call + max(FLOPs / rate, bytes / rate);
+//     fitted as seconds = per call + max(FLOPs / rate, bytes / rate), on
+//     operands out of cache, as a step's ops mostly find them;
 //   - all-reduce, all-gather, reduce-scatter and all-to-all of 16 KiB to 16 MiB on
 //     groups of every size that divides the job (consecutive ranks, all
 //     groups at once, as a mesh axis runs them), fitted per group size as
@@ -19,8 +20,10 @@
 // Rank 0 writes the profile; it names the job it was measured on.
 
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -79,6 +82,34 @@ Options parse(int argc, char** argv) {
     }
   }
   return options;
+}
+
+// Bytes of the largest cache (the last level's; 32 MiB where the system
+// does not say).
+double last_level_cache_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const long largest = std::max(l3, l2);
+  return largest > 0 ? static_cast<double>(largest) : 32.0 * (1 << 20);
+}
+
+// Copies of an op's operands (`make` returns one set) for timings to
+// cycle through: enough that a set has left the caches when its turn comes
+// again. A training step's ops mostly read what was written long before
+// (the forward pass's activations, read again in the backward; the
+// weights, once per step), so an op timed on operands it just read
+// (in cache) runs up to several times faster than it does in the step.
+template <typename Make>
+auto cold_copies(double bytes_per_set, Make&& make) {
+  const auto count = static_cast<size_t>(
+      std::clamp(std::ceil(2 * last_level_cache_bytes() / bytes_per_set), 1.0, 4096.0));
+  std::vector<decltype(make())> sets{make()};
+  while (sets.size() < count) {  // copies: cheaper than drawing numbers again
+    auto copy = sets.front();
+    for (Tensor& tensor : copy) tensor = tensor.clone();
+    sets.push_back(std::move(copy));
+  }
+  return sets;
 }
 
 // Seconds per call of fn: the median over `repetitions` timings, each of
@@ -166,8 +197,14 @@ int main(int argc, char** argv) {
     std::vector<double> bytes, times;
     for (int64_t n : options.quick ? std::vector<int64_t>{1 << 12, 1 << 18}
                                    : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 18, 1 << 22}) {
-      Tensor a = randn({n}), b = randn({n});
-      times.push_back(median_seconds(*world, reps, [&] { (void)add(a, b); }));
+      const auto sets = cold_copies(3.0 * 4.0 * static_cast<double>(n), [&] {
+        return std::array{randn({n}), randn({n})};
+      });
+      size_t next = 0;
+      times.push_back(median_seconds(*world, reps, [&] {
+        const auto& [a, b] = sets[next++ % sets.size()];
+        (void)add(a, b);
+      }));
       bytes.push_back(3.0 * 4.0 * static_cast<double>(n));
     }
     global::ComputeModel elementwise = fit_compute(bytes, times, false, global::ComputeModel{});
@@ -180,8 +217,14 @@ int main(int argc, char** argv) {
                                                             {512, 512, 512},   {64, 1024, 1024},
                                                             {1024, 784, 1024}, {2048, 1024, 1024}};
     for (const auto& [m, k, n] : shapes) {
-      Tensor a = randn({m, k}), b = randn({k, n});
-      times.push_back(median_seconds(*world, reps, [&] { (void)matmul(a, b); }));
+      const auto sets = cold_copies(4.0 * static_cast<double>(m * k + k * n + m * n), [&] {
+        return std::array{randn({m, k}), randn({k, n})};
+      });
+      size_t next = 0;
+      times.push_back(median_seconds(*world, reps, [&] {
+        const auto& [a, b] = sets[next++ % sets.size()];
+        (void)matmul(a, b);
+      }));
       flops.push_back(2.0 * static_cast<double>(m * k * n));
     }
     global::ComputeModel gemm = fit_compute(flops, times, true, elementwise);
@@ -192,9 +235,17 @@ int main(int argc, char** argv) {
          options.quick
              ? std::vector<std::array<int64_t, 3>>{{4, 8, 16}}
              : std::vector<std::array<int64_t, 3>>{{8, 16, 28}, {32, 32, 28}, {64, 64, 14}}) {
-      Tensor x = randn({batch, channels, size, size});
-      Tensor w = randn({channels, channels, 3, 3});
-      times.push_back(median_seconds(*world, reps, [&] { (void)conv2d(x, w, {}, 1, 1); }));
+      const auto sets = cold_copies(
+          4.0 * static_cast<double>(2 * batch * channels * size * size + channels * channels * 9),
+          [&] {
+            return std::array{randn({batch, channels, size, size}),
+                              randn({channels, channels, 3, 3})};
+          });
+      size_t next = 0;
+      times.push_back(median_seconds(*world, reps, [&] {
+        const auto& [x, w] = sets[next++ % sets.size()];
+        (void)conv2d(x, w, {}, 1, 1);
+      }));
       flops.push_back(2.0 * static_cast<double>(batch * channels * size * size * channels * 9));
     }
     global::ComputeModel convolution = fit_compute(flops, times, true, elementwise);
