@@ -156,19 +156,14 @@ void check_reduction_grad(const GradContext& c, const char* op) {
                 " has no gradient; only sum does");
 }
 
-// Moves dim `d` to the front; inverse_of(perm) moves it back.
+// Moves dim `d` to the front (a job's output viewed through it takes the
+// collective's pieces along dim 0).
 std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
   std::vector<int64_t> perm{d};
   for (int64_t i = 0; i < ndim; ++i) {
     if (i != d) perm.push_back(i);
   }
   return perm;
-}
-std::vector<int64_t> inverse_of(const std::vector<int64_t>& perm) {
-  std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i)
-    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-  return inverse;
 }
 
 const OpDef& all_reduce_op();
@@ -227,6 +222,18 @@ const OpDef& all_reduce_op() {
 
 // ---- all_gather: inputs {x}; attrs ranks, dim, sizes (optional).
 
+// Writes `parts` one after another along dim 0 of `out` (a view of a job's
+// output, the collective's dim first), each straight into its rows: no
+// concatenated copy in between, which would hold the whole result twice.
+void write_rows(const Tensor& out, const std::vector<Tensor>& parts) {
+  int64_t at = 0;
+  for (const Tensor& part : parts) {
+    const int64_t rows = part.dim() == 0 ? 1 : part.size(0);
+    if (rows > 0) out.narrow(0, at, rows).copy_(part);
+    at += rows;
+  }
+}
+
 void all_gather_job(Job& job) {
   const Tensor& x = job.inputs[0];
   const int64_t dim = job.attrs.i("dim");
@@ -240,7 +247,7 @@ void all_gather_job(Job& job) {
                   "[all_gather] rank ", q, " of the collective sent ", shape_str(parts[q].shape()),
                   " where ", sizes[q], " elements along dim ", dim, " were expected");
   }
-  job.outputs[0].copy_(cat(parts, 0).permute(inverse_of(perm)));
+  write_rows(job.outputs[0].permute(perm), parts);
 }
 
 const OpDef& all_gather_op() {
@@ -366,7 +373,7 @@ void all_to_all_job(Job& job) {
                   " (", shape_str(permuted), ") were expected");
     piece = piece.reshape(permuted);
   }
-  job.outputs[0].copy_(cat(received, 0).permute(inverse_of(perm)));
+  write_rows(job.outputs[0].permute(perm), received);
 }
 
 const OpDef& all_to_all_op() {

@@ -1,5 +1,7 @@
 #include "tessera/graph/executor.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <string_view>
 
@@ -140,6 +142,28 @@ void Executor::place(MemoryPlan memory) {
       if (storage == Storage::none && !aliases) storage = Storage::fresh;
     }
     steps_[n].awaits.clear();
+    steps_[n].releases.clear();
+  }
+  // A value made new each run (a collective's result, a value the plan did
+  // not place) goes after the last node that needs its memory, the
+  // caller's outputs and the gradients excepted (their last use is the
+  // end). A view is cached across runs only over memory that outlives a run.
+  const int end = static_cast<int>(graph_.nodes().size());
+  std::vector<bool> inputs(graph_.values().size(), false);
+  for (int id : graph_.inputs()) inputs[static_cast<size_t>(id)] = true;
+  for (int n = 0; n < end; ++n) {
+    const Node& node = graph_.nodes()[static_cast<size_t>(n)];
+    Step& step = steps_[static_cast<size_t>(n)];
+    step.cache_view = std::none_of(node.inputs.begin(), node.inputs.end(), [&](int input) {
+      const auto r = static_cast<size_t>(memory_.roots[static_cast<size_t>(input)]);
+      return storage_[r] == Storage::fresh || inputs[r];
+    });
+    for (int output : node.outputs) {
+      const auto r = static_cast<size_t>(memory_.roots[static_cast<size_t>(output)]);
+      if (storage_[r] != Storage::fresh) continue;
+      const int last = std::max(memory_.last_use[r], n);
+      if (last < end) steps_[static_cast<size_t>(last)].releases.push_back(output);
+    }
   }
   // Where each asynchronous out-of-place collective must be complete.
   for (size_t n = 0; n < graph_.nodes().size(); ++n) {
@@ -218,7 +242,7 @@ TensorVector Executor::run(const TensorVector& inputs) {
           // alias stays valid for the next run.
           const bool alias = view.impl().storage == args[0].impl().storage;
           env_[static_cast<size_t>(node.outputs[0])] = std::move(view);
-          step.view_inputs = alias ? args : TensorVector();
+          step.view_inputs = alias && step.cache_view ? args : TensorVector();
         }
         break;
       }
@@ -285,6 +309,7 @@ TensorVector Executor::run(const TensorVector& inputs) {
         break;
       }
     }
+    for (int value : step.releases) env_[static_cast<size_t>(value)] = Tensor();
   }
 
   finish_run(graph_, env_);

@@ -71,6 +71,12 @@ class Executor {
     bool async_collective = false;
     std::vector<int> awaits;     // async collectives (nodes) to complete before this one
     TensorVector view_inputs;    // the inputs the cached view was made from
+    // Whether the view may be kept for the next run: its inputs' memory
+    // is the arena's or a variable's, the same in every run.
+    bool cache_view = false;
+    // Values made new each run whose memory no later node needs: let go
+    // after this node runs, as eager execution lets them go.
+    std::vector<int> releases;
   };
   // How a node output's tensor is made: in the arena, or a new tensor each
   // run (none: a view's or an in-place write's, its input's memory).

@@ -829,6 +829,38 @@ void run_compile(int n) {
                   exact ? "equal to" : "within 1e-6 of");
     }
   }
+  if (n > 1) {
+    // A collective's result is new memory each run; it goes after its last
+    // use, not at the end of the run. Two gathers of n MiB, the first
+    // summed before the second is made, take no more than one: keeping the
+    // first to the end of the run would add its n MiB.
+    const Placement all = Placement::cpu(n);
+    const int64_t rows = 1024 * n;  // 256 f32 per row: n MiB gathered
+    const Tensor x =
+        ones({rows, 256}).to_global(all, NdSbp::broadcast(1)).to_global(all, NdSbp(Sbp::split(0)));
+    auto gathered_sum = [&](const Tensor& t) {
+      return t.to_global(all, NdSbp::broadcast(1)).sum();
+    };
+    graph::CompiledFunction one = graph::compile(
+        [&](const TensorVector& in) -> TensorVector { return {gathered_sum(in[0])}; });
+    graph::CompiledFunction two = graph::compile([&](const TensorVector& in) -> TensorVector {
+      return {add(gathered_sum(in[0]), gathered_sum(mul(in[0], 2.0)))};
+    });
+    auto peak_mib = [&](graph::CompiledFunction& f, double expected) {
+      for (int run = 0; run < 2; ++run) (void)f({x});  // eager, compile
+      const int64_t before = CpuAllocator::instance().stats().current_bytes;
+      CpuAllocator::instance().reset_peak();
+      const double total = f({x})[0].to_local().item<double>();
+      CHECK_WORKER(total == expected, "gathered sums: ", total, " where ", expected);
+      return static_cast<double>(CpuAllocator::instance().stats().peak_bytes - before) / (1 << 20);
+    };
+    const double values = static_cast<double>(rows) * 256;
+    const double one_peak = peak_mib(one, values);
+    const double two_peak = peak_mib(two, 3 * values);
+    CHECK_WORKER(one_peak >= n && two_peak < one_peak + 0.5 * n, "a compiled run with two ", n,
+                 " MiB gathers took ", two_peak, " MiB, with one ", one_peak,
+                 " MiB: the first is kept past its last use\n", two.last_graph().str());
+  }
   if (n == 4) {
     // Boxing by slice intersections (one all-to-all of the exact pieces,
     // joined with cat) in a graph: (S(0), S(1)) to (S(1), S(0)) on [2, 2].

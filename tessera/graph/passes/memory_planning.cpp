@@ -205,6 +205,10 @@ MemoryPlan plan_memory(const Graph& graph, int variant,
           root[static_cast<size_t>(node.inputs.at(static_cast<size_t>(w)))])] = true;
     }
   }
+  plan.last_use = last_use;
+  for (size_t v = 0; v < num_values; ++v) {
+    if (escapes[v]) plan.last_use[v] = static_cast<int>(nodes.size());
+  }
 
   // The arena holds the outputs of nodes that make new tensors on the CPU
   // and that no caller keeps: temporaries, and the gradients (above). With

@@ -76,6 +76,11 @@ Graph fold_constants(const Graph& graph);
 struct MemoryPlan {
   std::vector<int64_t> offsets;  // per value: byte offset in the arena, or -1
   std::vector<int> roots;        // per value: the value whose memory it is
+  // Per root value: the last node that needs its memory (reads it or a view
+  // of it, or an asynchronous collective reading it may still run); the
+  // node count for memory kept to the end of the run or past it (outputs,
+  // gradients); -1 for none.
+  std::vector<int> last_use;
   int64_t arena_bytes = 0;       // the planned peak
   int64_t lower_bound = 0;       // the most bytes live at one node
   int64_t unplanned_bytes = 0;   // the same values without any reuse
