@@ -93,25 +93,6 @@ double last_level_cache_bytes() {
   return largest > 0 ? static_cast<double>(largest) : 32.0 * (1 << 20);
 }
 
-// Copies of an op's operands (`make` returns one set) for timings to
-// cycle through: enough that a set has left the caches when its turn comes
-// again. A training step's ops mostly read what was written long before
-// (the forward pass's activations, read again in the backward; the
-// weights, once per step), so an op timed on operands it just read
-// (in cache) runs up to several times faster than it does in the step.
-template <typename Make>
-auto cold_copies(double bytes_per_set, Make&& make) {
-  const auto count = static_cast<size_t>(
-      std::clamp(std::ceil(2 * last_level_cache_bytes() / bytes_per_set), 1.0, 4096.0));
-  std::vector<decltype(make())> sets{make()};
-  while (sets.size() < count) {  // copies: cheaper than drawing numbers again
-    auto copy = sets.front();
-    for (Tensor& tensor : copy) tensor = tensor.clone();
-    sets.push_back(std::move(copy));
-  }
-  return sets;
-}
-
 // Seconds per call of fn: the median over `repetitions` timings, each of
 // as many calls as take about 10 ms (the same count on every rank), from
 // one barrier to the end of a second one, the slowest rank's. Ranks that
@@ -142,6 +123,28 @@ double median_seconds(distributed::Group& group, int repetitions, Fn&& fn) {
   std::vector<double> maxima = slowest.to_vector<double>();
   std::sort(maxima.begin(), maxima.end());
   return maxima[maxima.size() / 2];
+}
+
+// Seconds per call of `op` on an operand set (`make` returns one, of
+// `bytes_per_set` bytes), cycling through copies of it: enough that a set
+// has left the caches when its turn comes again. A training step's ops
+// mostly read what was written long before (the forward pass's
+// activations, read again in the backward; the weights, once per step), so
+// an op timed on operands it just read (in cache) runs up to several times
+// faster than it does in the step.
+template <typename Make, typename Op>
+double cold_median_seconds(distributed::Group& group, int repetitions, double bytes_per_set,
+                           Make&& make, Op&& op) {
+  const auto count = static_cast<size_t>(
+      std::clamp(std::ceil(2 * last_level_cache_bytes() / bytes_per_set), 1.0, 4096.0));
+  std::vector<decltype(make())> sets{make()};
+  while (sets.size() < count) {  // copies: cheaper than drawing numbers again
+    auto copy = sets.front();
+    for (Tensor& tensor : copy) tensor = tensor.clone();
+    sets.push_back(std::move(copy));
+  }
+  size_t next = 0;
+  return median_seconds(group, repetitions, [&] { op(sets[next++ % sets.size()]); });
 }
 
 // Least squares of t = a + b * x, weighted by 1 / t^2 (relative error,
@@ -197,14 +200,12 @@ int main(int argc, char** argv) {
     std::vector<double> bytes, times;
     for (int64_t n : options.quick ? std::vector<int64_t>{1 << 12, 1 << 18}
                                    : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 18, 1 << 22}) {
-      const auto sets = cold_copies(3.0 * 4.0 * static_cast<double>(n), [&] {
-        return std::array{randn({n}), randn({n})};
-      });
-      size_t next = 0;
-      times.push_back(median_seconds(*world, reps, [&] {
-        const auto& [a, b] = sets[next++ % sets.size()];
-        (void)add(a, b);
-      }));
+      times.push_back(cold_median_seconds(
+          *world, reps, 3.0 * 4.0 * static_cast<double>(n),
+          [&] {
+            return std::array{randn({n}), randn({n})};
+          },
+          [](const auto& set) { (void)add(set[0], set[1]); }));
       bytes.push_back(3.0 * 4.0 * static_cast<double>(n));
     }
     global::ComputeModel elementwise = fit_compute(bytes, times, false, global::ComputeModel{});
@@ -217,14 +218,12 @@ int main(int argc, char** argv) {
                                                             {512, 512, 512},   {64, 1024, 1024},
                                                             {1024, 784, 1024}, {2048, 1024, 1024}};
     for (const auto& [m, k, n] : shapes) {
-      const auto sets = cold_copies(4.0 * static_cast<double>(m * k + k * n + m * n), [&] {
-        return std::array{randn({m, k}), randn({k, n})};
-      });
-      size_t next = 0;
-      times.push_back(median_seconds(*world, reps, [&] {
-        const auto& [a, b] = sets[next++ % sets.size()];
-        (void)matmul(a, b);
-      }));
+      times.push_back(cold_median_seconds(
+          *world, reps, 4.0 * static_cast<double>(m * k + k * n + m * n),
+          [&] {
+            return std::array{randn({m, k}), randn({k, n})};
+          },
+          [](const auto& set) { (void)matmul(set[0], set[1]); }));
       flops.push_back(2.0 * static_cast<double>(m * k * n));
     }
     global::ComputeModel gemm = fit_compute(flops, times, true, elementwise);
@@ -235,17 +234,14 @@ int main(int argc, char** argv) {
          options.quick
              ? std::vector<std::array<int64_t, 3>>{{4, 8, 16}}
              : std::vector<std::array<int64_t, 3>>{{8, 16, 28}, {32, 32, 28}, {64, 64, 14}}) {
-      const auto sets = cold_copies(
+      times.push_back(cold_median_seconds(
+          *world, reps,
           4.0 * static_cast<double>(2 * batch * channels * size * size + channels * channels * 9),
           [&] {
             return std::array{randn({batch, channels, size, size}),
                               randn({channels, channels, 3, 3})};
-          });
-      size_t next = 0;
-      times.push_back(median_seconds(*world, reps, [&] {
-        const auto& [x, w] = sets[next++ % sets.size()];
-        (void)conv2d(x, w, {}, 1, 1);
-      }));
+          },
+          [](const auto& set) { (void)conv2d(set[0], set[1], {}, 1, 1); }));
       flops.push_back(2.0 * static_cast<double>(batch * channels * size * size * channels * 9));
     }
     global::ComputeModel convolution = fit_compute(flops, times, true, elementwise);

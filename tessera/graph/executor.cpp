@@ -1,7 +1,6 @@
 #include "tessera/graph/executor.h"
 
 #include <algorithm>
-
 #include <cstdlib>
 #include <string_view>
 
