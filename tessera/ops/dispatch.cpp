@@ -235,6 +235,46 @@ void check_writable(const OpDef& op, const TensorVector& inputs) {
   }
 }
 
+// The elements a strided tensor can reach in its storage: [first, last].
+std::pair<int64_t, int64_t> element_span(const TensorImpl& t) {
+  int64_t last = t.offset;
+  for (size_t d = 0; d < t.shape.size(); ++d) last += (t.shape[d] - 1) * t.strides[d];
+  return {t.offset, last};
+}
+
+// As in PyTorch, an in-place op may write a tensor that another input is
+// exactly (x.add_(x)) but not one that another input partly overlaps: its
+// kernels read and write in chunks, so the result would depend on the
+// order. Kernels rely on this to treat their inputs as distinct arrays.
+// Like PyTorch, only contiguous tensors are compared: interleaved strided
+// views can span the same range without sharing an element.
+void check_no_partial_overlap(const OpDef& op, const TensorVector& inputs) {
+  for (int w : op.writes) {
+    const TensorImpl& written = inputs.at(static_cast<size_t>(w)).impl();
+    if (!written.storage || written.global || numel(written.shape) == 0 ||
+        !inputs[static_cast<size_t>(w)].is_contiguous()) {
+      continue;
+    }
+    const auto [first, last] = element_span(written);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (i == static_cast<size_t>(w) || !inputs[i].defined()) continue;
+      const TensorImpl& other = inputs[i].impl();
+      if (other.storage != written.storage || numel(other.shape) == 0 ||
+          !inputs[i].is_contiguous()) {
+        continue;
+      }
+      const bool same = other.offset == written.offset && other.shape == written.shape &&
+                        other.strides == written.strides;
+      const auto [other_first, other_last] = element_span(other);
+      TESSERA_CHECK(same || other_last < first || last < other_first, "[", op.name,
+                    "] writes input ", w, " in place, but input ", i,
+                    " partly overlaps its memory (elements ", other_first, "..", other_last,
+                    " of the storage against ", first, "..", last, "); pass a clone() of input ", i,
+                    " instead");
+    }
+  }
+}
+
 TapeRecorder tape_recorder = nullptr;
 
 // Calls the eager-global handler runs whatever their inputs: conversions
@@ -327,7 +367,10 @@ TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attr
   }
 
   if (always_global(op, inputs, attrs)) key = DispatchKey::global;
-  if (!op.writes.empty()) check_writable(op, inputs);
+  if (!op.writes.empty()) {
+    check_writable(op, inputs);
+    check_no_partial_overlap(op, inputs);
+  }
   if (key == DispatchKey::local && computes_widened(op, inputs, attrs)) {
     return call_widened(op, inputs, attrs);
   }

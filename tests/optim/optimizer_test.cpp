@@ -92,6 +92,47 @@ TEST(Adam, AdamAndAdamWMatchReference) {
   EXPECT_EQ(adamw.name(), "AdamW");
 }
 
+// Long enough for the update to run in several chunks on the pool and in
+// vector lanes with a scalar tail, in both dtypes.
+TEST(Adam, LongParametersOfEitherDtypeMatchReference) {
+  std::vector<double> start(70001);
+  for (size_t i = 0; i < start.size(); ++i) start[i] = std::cos(0.3 * static_cast<double>(i));
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (bool decoupled : {false, true}) {
+      Tensor param = Tensor::from_vector(start, {static_cast<int64_t>(start.size())}).to(dtype);
+      param.set_requires_grad();
+      std::unique_ptr<optim::Optimizer> adam;
+      if (decoupled) {
+        adam = std::make_unique<optim::AdamW>(std::vector<Tensor>{param},
+                                              optim::AdamWOptions{.lr = 0.01, .weight_decay = 0.2});
+      } else {
+        adam = std::make_unique<optim::Adam>(std::vector<Tensor>{param},
+                                             optim::AdamOptions{.lr = 0.01, .weight_decay = 0.2});
+      }
+      run_steps(*adam, param, 0, 5);
+      const double tolerance = dtype == DType::f64 ? 1e-12 : 1e-5;
+      EXPECT_TRUE(all_close(param, adam_reference(start, 5, 0.01, 0.9, 0.999, 1e-8, 0.2, decoupled),
+                            tolerance, tolerance))
+          << dtype_name(dtype) << " decoupled " << decoupled;
+    }
+  }
+}
+
+// An update may be handed the same tensor twice, but not two that partly
+// share memory: the kernel reads and writes them as distinct arrays.
+TEST(Adam, StepRefusesAStateThatPartlyOverlapsTheParameter) {
+  Tensor memory = zeros({8});
+  Tensor param = memory.narrow(0, 0, 4), grad = ones({4});
+  NoGradGuard no_grad;
+  EXPECT_HAS(error_of([&] {
+               adam_step_(param, grad, memory.narrow(0, 2, 4), zeros({4}), {.lr = 0.1, .step = 1});
+             }),
+             "[adam_step] writes input 0 in place, but input 2 partly overlaps its memory");
+  Tensor state = memory.narrow(0, 4, 4);  // disjoint from the parameter
+  adam_step_(param, grad, state, zeros({4}), {.lr = 0.1, .step = 1});
+  EXPECT_NEAR(param.sum().item<float>(), -0.4f, 1e-5);
+}
+
 TEST(Optimizer, StateDictResumesExactly) {
   // 10 steps straight through equal 4 steps, a save, a fresh optimizer that
   // loads the state, and 6 more.
