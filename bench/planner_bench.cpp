@@ -10,6 +10,7 @@
 // Rank 0 prints one JSON line per case.
 //
 //   tessera-run -n 2 ./build/bench/planner_bench --profile profile.json [--steps 8]
+//       [--model mlp|gpt]   (default: both)
 
 #include <algorithm>
 #include <chrono>
@@ -189,7 +190,9 @@ void run_compiled_case(const Workload& workload, const Case& c, const global::Co
 int main(int argc, char** argv) {
   std::string profile;
   int steps = 8;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--model") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--profile") == 0) profile = argv[i + 1];
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::max(3, std::atoi(argv[i + 1]));
   }
@@ -233,6 +236,8 @@ int main(int argc, char** argv) {
       gpt.tp_plan["blocks." + std::to_string(b) + ".linear2"] = global::TpStyle::row;
     }
     for (const Workload* workload : {&mlp, &gpt}) {
+      const bool is_mlp = workload == &mlp;
+      if ((only == "mlp" && !is_mlp) || (only == "gpt" && is_mlp)) continue;
       std::vector<Case> cases{
           {"data", Placement::cpu(n), {}, -1, NdSbp(Sbp::split(0))},
           {"tensor", Placement::cpu(n), workload->tp_plan, 0, NdSbp(Sbp::broadcast())}};

@@ -232,6 +232,16 @@ void check_broadcast_p2p_barrier(Group& group) {
   group.broadcast(t, root);
   expect_values<double>(
       t, [&](int64_t i) { return 7.5 + i; }, "broadcast");
+  // Over three shared-memory rounds (2 MiB each), from rank 0; and empty.
+  const int64_t long_count = 1300001;
+  Tensor wide = filled<float>({long_count}, [&](int64_t i) {
+    return r == 0 ? static_cast<float>(i % 1009) - 3.0f : 99.0f;
+  });
+  group.broadcast(wide, 0);
+  expect_values<float>(
+      wide, [&](int64_t i) { return static_cast<float>(i % 1009) - 3.0f; }, "long broadcast");
+  Tensor none = Tensor::empty({0, 3}, DType::i64);
+  group.broadcast(none, root);
   if (n >= 2) {
     Tensor out = filled<int32_t>({5}, [&](int64_t i) { return r * 3 + i; });
     Tensor in = Tensor::empty({5}, DType::i32);
@@ -361,6 +371,12 @@ void check_errors(Group& group) {
       const std::string named =
           r == 0 ? "[barrier] rank 0 of " : "calls all_reduce but rank 0 calls barrier";
       EXPECT_WORKER(message.find(named) != std::string::npos, message);
+      // Ranks that name different roots all raise, naming both.
+      message = message_of([&] { group.broadcast(both, r == 0 ? 0 : 1); });
+      EXPECT_WORKER(
+          message.find(r == 0 ? "from rank 0 but rank 1 from rank 1"
+                              : "from rank 1 but rank 0 from rank 0") != std::string::npos,
+          message);
     }
     // The group still works after mismatches caught before any data moved.
     Tensor ok = Tensor::from_vector<int64_t>({1}, {1});

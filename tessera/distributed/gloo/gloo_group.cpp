@@ -611,6 +611,9 @@ void GlooGroup::broadcast(Tensor& tensor, int root) {
   check_tensor("broadcast", tensor, kMoveDTypes, where());
   check_peer("broadcast", root, size_, true, rank_, where());
   count_traffic(tensor);
+  if (in_shared_memory("broadcast")) {
+    return shared_memory_->broadcast(tensor.raw_data(), layout_of(tensor), root);
+  }
   Check check{"broadcast", layout_of(tensor), ""};
   begin_check(check);
   if (tensor.numel() == 0) return verify(check);

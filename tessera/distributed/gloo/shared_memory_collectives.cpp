@@ -238,6 +238,8 @@ const char* call_name(uint32_t call) {
       return "all_to_all";
     case 6:
       return "barrier";
+    case 7:
+      return "broadcast";
     default:
       return "an unknown collective";
   }
@@ -245,7 +247,7 @@ const char* call_name(uint32_t call) {
 
 }  // namespace
 
-void SharedMemoryCollectives::post(Call call, const Layout& layout, ReduceOp op) {
+void SharedMemoryCollectives::post(Call call, const Layout& layout, uint32_t argument) {
   TESSERA_CHECK(!broken_, "[", call_name(static_cast<uint32_t>(call)), "] ", where_,
                 ": an earlier shared-memory collective failed; the group is unusable");
   op_ = call_name(static_cast<uint32_t>(call));
@@ -255,10 +257,10 @@ void SharedMemoryCollectives::post(Call call, const Layout& layout, ReduceOp op)
   const std::vector<int64_t> words = layout.encode();
   std::memcpy(layout_words(rank_), words.data(), words.size() * sizeof(int64_t));
   *call_word(rank_) = static_cast<uint32_t>(call);
-  *op_word(rank_) = static_cast<uint32_t>(op);
+  *op_word(rank_) = argument;
 }
 
-void SharedMemoryCollectives::check_agreement(Call call, const Layout& mine, ReduceOp op,
+void SharedMemoryCollectives::check_agreement(Call call, const Layout& mine, uint32_t argument,
                                               bool equal_shapes, const std::string& hint) {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
@@ -268,7 +270,13 @@ void SharedMemoryCollectives::check_agreement(Call call, const Layout& mine, Red
                   "; every rank must make the same collective calls in the same order");
     check_compatible(op_, mine, rank_, Layout::decode(layout_words(peer)), peer, equal_shapes,
                      where_, hint);
+    if (call == Call::broadcast) {
+      TESSERA_CHECK(*op_word(peer) == argument, "[", op_, "] ", where_, " broadcasts from rank ",
+                    argument, " but rank ", peer, " from rank ", *op_word(peer),
+                    "; every rank must pass the same root");
+    }
     if (call != Call::all_reduce && call != Call::reduce_scatter) continue;
+    const auto op = static_cast<ReduceOp>(argument);
     const auto their_op = static_cast<ReduceOp>(*op_word(peer));
     TESSERA_CHECK(their_op == op, "[", op_, "] ", where_, " reduces by ", reduce_op_name(op),
                   " but rank ", peer, " by ", reduce_op_name(their_op),
@@ -277,7 +285,7 @@ void SharedMemoryCollectives::check_agreement(Call call, const Layout& mine, Red
 }
 
 void SharedMemoryCollectives::all_reduce(void* data, const Layout& layout, ReduceOp op) {
-  post(Call::all_reduce, layout, op);
+  post(Call::all_reduce, layout, static_cast<uint32_t>(op));
   const DType dtype = static_cast<DType>(layout.dtype);
   const int64_t count = layout.numel;
   const size_t item = dtype_size(dtype);
@@ -301,7 +309,7 @@ void SharedMemoryCollectives::all_reduce(void* data, const Layout& layout, Reduc
     copy_bytes(own, chunk, mine_start);
     copy_bytes(own + mine_end, chunk + mine_end, static_cast<size_t>(n) * item - mine_end);
     arrive_and_wait();
-    if (offset == 0) check_agreement(Call::all_reduce, layout, op, true, "");
+    if (offset == 0) check_agreement(Call::all_reduce, layout, static_cast<uint32_t>(op), true, "");
     if (mine_end > mine_start) {
       const size_t length = (mine_end - mine_start) / item;
       auto source = [&](int r) -> const uint8_t* {
@@ -327,7 +335,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
                                                         const std::string& hint) {
   const Call call = equal_shapes ? Call::all_gather : Call::all_gather_uneven;
   const Layout mine = layout_of(tensor);
-  post(call, mine, ReduceOp::sum);
+  post(call, mine, 0);
   op_ = op;
   const auto* own_bytes = static_cast<const uint8_t*>(tensor.raw_data());
   const size_t my_bytes = static_cast<size_t>(mine.rows() * mine.row_bytes);
@@ -335,7 +343,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
   uint8_t* set = next_set();
   copy_bytes(slot(set, rank_), own_bytes, std::min(my_bytes, kSlotBytes));
   arrive_and_wait();
-  check_agreement(call, mine, ReduceOp::sum, equal_shapes, hint);
+  check_agreement(call, mine, 0, equal_shapes, hint);
   std::vector<int64_t> rows(static_cast<size_t>(size_));
   for (int peer = 0; peer < size_; ++peer) {
     rows[static_cast<size_t>(peer)] =
@@ -369,7 +377,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
 Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp reduce,
                                                const std::string& hint) {
   const Layout mine = layout_of(inputs[0]);
-  post(Call::reduce_scatter, mine, reduce);
+  post(Call::reduce_scatter, mine, static_cast<uint32_t>(reduce));
   const DType dtype = inputs[0].dtype();
   const size_t item = dtype_size(dtype);
   const int64_t count = mine.numel;
@@ -390,7 +398,8 @@ Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs
         copy_bytes(own + static_cast<size_t>(peer) * bytes, piece(peer) + offset * item, bytes);
     }
     arrive_and_wait();
-    if (offset == 0) check_agreement(Call::reduce_scatter, mine, reduce, true, hint);
+    if (offset == 0)
+      check_agreement(Call::reduce_scatter, mine, static_cast<uint32_t>(reduce), true, hint);
     if (n == 0) continue;
     auto source = [&](int r) -> const uint8_t* {
       return r == rank_ ? piece(rank_) + offset * item
@@ -410,7 +419,7 @@ Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs
 std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor>& inputs,
                                                         const std::string& hint) {
   const Layout mine = layout_of(inputs[0]);
-  post(Call::all_to_all, mine, ReduceOp::sum);
+  post(Call::all_to_all, mine, 0);
   const auto row_bytes = static_cast<size_t>(mine.row_bytes);
   const auto peers = static_cast<size_t>(size_);
   // Each slot: the row counts this rank sends (read in the first round),
@@ -435,7 +444,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor
   for (int peer = 0; peer < size_; ++peer) counts[peer] = inputs[static_cast<size_t>(peer)].size(0);
   fill(slot(set, rank_), 0);
   arrive_and_wait();
-  check_agreement(Call::all_to_all, mine, ReduceOp::sum, false, hint);
+  check_agreement(Call::all_to_all, mine, 0, false, hint);
   // What every rank sends every other: the rounds all ranks take.
   std::vector<int64_t> rows(peers);
   size_t most = 0;
@@ -470,13 +479,29 @@ std::vector<Tensor> SharedMemoryCollectives::all_to_all(const std::vector<Tensor
   return placed.pieces(received, inputs[0].shape());
 }
 
+void SharedMemoryCollectives::broadcast(void* data, const Layout& layout, int root) {
+  post(Call::broadcast, layout, static_cast<uint32_t>(root));
+  const auto bytes =
+      static_cast<size_t>(layout.numel) * dtype_size(static_cast<DType>(layout.dtype));
+  auto* values = static_cast<uint8_t*>(data);
+  // An empty tensor still takes one round, for the agreement check.
+  for (size_t done = 0; done == 0 || done < bytes; done += kSlotBytes) {
+    const size_t n = std::min(kSlotBytes, bytes - done);
+    uint8_t* set = next_set();
+    if (rank_ == root) copy_bytes(slot(set, root), values + done, n);
+    arrive_and_wait();
+    if (done == 0) check_agreement(Call::broadcast, layout, static_cast<uint32_t>(root), true, "");
+    if (rank_ != root) copy_bytes(values + done, slot(set, root), n);
+  }
+}
+
 void SharedMemoryCollectives::barrier() {
-  post(Call::barrier, Layout{}, ReduceOp::sum);
+  post(Call::barrier, Layout{}, 0);
   // The call takes a round, so that a rank that leaves first posts its next
   // call to the other record while a peer may still read this one.
   (void)next_set();
   arrive_and_wait();
-  check_agreement(Call::barrier, Layout{}, ReduceOp::sum, true, "");
+  check_agreement(Call::barrier, Layout{}, 0, true, "");
 }
 
 }  // namespace tessera::distributed

@@ -1,6 +1,6 @@
 #pragma once
 
-// All-reduce, all-gather, reduce-scatter, all-to-all and barriers through
+// All-reduce, all-gather, reduce-scatter, all-to-all, broadcast and barriers through
 // one shared-memory segment, for a Gloo group whose ranks all run on one
 // machine. Gloo moves data only over TCP: on one machine each byte crosses
 // the loopback stack on both sides and wakes Gloo's polling thread, and in a
@@ -20,7 +20,9 @@
 // reduces its own. All-to-all: every rank's slot holds one part per peer,
 // each carrying the next chunk of what it sends that peer; after a barrier
 // every rank copies its part out of each peer's slot; the first round's
-// slots begin with the row counts sent to each peer. Two sets of slots
+// slots begin with the row counts sent to each peer. Broadcast: the root
+// copies the next chunk into its slot and, after a barrier, every other rank
+// copies it out. Two sets of slots
 // alternate, so a round never waits for the previous one's readers: a set
 // is written again only after a barrier every reader of its last round has
 // passed. Barriers are per-rank epoch counters woken through futexes.
@@ -72,6 +74,9 @@ class SharedMemoryCollectives {
   // dim 0) goes to rank `peer`; returns what each rank sent this one, in
   // rank order, as views of one tensor.
   std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs, const std::string& hint);
+  // Copies root's tensor data at `data` (laid out as `layout`) into every
+  // other rank's. Ranks whose layouts or roots differ all raise.
+  void broadcast(void* data, const Layout& layout, int root);
   // Returns once every rank has called it (one round barrier, no data).
   void barrier();
 
@@ -88,18 +93,20 @@ class SharedMemoryCollectives {
     all_gather_uneven,
     reduce_scatter,
     all_to_all,
-    barrier
+    barrier,
+    broadcast
   };
   // Posts this rank's call: what the peers check at the first barrier.
-  void post(Call call, const Layout& layout, ReduceOp op);
+  // `argument` is the reduce op, or a broadcast's root.
+  void post(Call call, const Layout& layout, uint32_t argument);
   // Marks this rank's arrival at the next round barrier and waits for the others.
   void arrive_and_wait();
   // Waits until rank `peer`'s epoch reaches `target`.
   void wait_for(int peer, uint32_t target);
-  // Throws unless every rank posted the same call and op and a layout
+  // Throws unless every rank posted the same call and argument and a layout
   // compatible with `mine` (equal, or equal but for dim 0 unless
   // `equal_shapes`).
-  void check_agreement(Call call, const Layout& mine, ReduceOp op, bool equal_shapes,
+  void check_agreement(Call call, const Layout& mine, uint32_t argument, bool equal_shapes,
                        const std::string& hint);
   // The set of slots the next round uses (alternating), and rank r's slot in it.
   uint8_t* next_set();
