@@ -156,16 +156,6 @@ void check_reduction_grad(const GradContext& c, const char* op) {
                 " has no gradient; only sum does");
 }
 
-// Moves dim `d` to the front (a job's output viewed through it takes the
-// collective's pieces along dim 0).
-std::vector<int64_t> front_perm(int64_t d, int64_t ndim) {
-  std::vector<int64_t> perm{d};
-  for (int64_t i = 0; i < ndim; ++i) {
-    if (i != d) perm.push_back(i);
-  }
-  return perm;
-}
-
 const OpDef& all_reduce_op();
 const OpDef& all_gather_op();
 const OpDef& reduce_scatter_op();
@@ -222,15 +212,20 @@ const OpDef& all_reduce_op() {
 
 // ---- all_gather: inputs {x}; attrs ranks, dim, sizes (optional).
 
-// Writes `parts` one after another along dim 0 of `out` (a view of a job's
-// output, the collective's dim first), each straight into its rows: no
-// concatenated copy in between, which would hold the whole result twice.
-void write_rows(const Tensor& out, const std::vector<Tensor>& parts) {
+// Writes each rank's part (flat, as it travelled) into its block of `out`
+// along `dim`: block q is sizes[q] long there. Each block is a run of
+// contiguous pieces of `out`, so nothing is transposed on either side.
+void write_blocks(const char* op, const Tensor& out, int64_t dim, const std::vector<int64_t>& sizes,
+                  const std::vector<Tensor>& parts) {
+  Shape shape = out.shape();
   int64_t at = 0;
-  for (const Tensor& part : parts) {
-    const int64_t rows = part.dim() == 0 ? 1 : part.size(0);
-    if (rows > 0) out.narrow(0, at, rows).copy_(part);
-    at += rows;
+  for (size_t q = 0; q < parts.size(); ++q) {
+    shape[static_cast<size_t>(dim)] = sizes[q];
+    TESSERA_CHECK(parts[q].numel() == numel(shape), "[", op, "] rank ", q,
+                  " of the collective sent ", parts[q].numel(), " elements where ", numel(shape),
+                  " (", shape_str(shape), ") were expected");
+    if (sizes[q] > 0) out.narrow(dim, at, sizes[q]).copy_(parts[q].reshape(shape));
+    at += sizes[q];
   }
 }
 
@@ -239,15 +234,9 @@ void all_gather_job(Job& job) {
   const int64_t dim = job.attrs.i("dim");
   const std::vector<int64_t> sizes =
       gathered_sizes("all_gather", job.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
-  // The gathered dim goes first, where all_gather_uneven lets ranks differ.
-  const std::vector<int64_t> perm = front_perm(dim, x.dim());
-  std::vector<Tensor> parts = job.group->all_gather_uneven(x.permute(perm).contiguous());
-  for (size_t q = 0; q < parts.size(); ++q) {
-    TESSERA_CHECK(parts[q].dim() == x.dim() && parts[q].shape()[0] == sizes[q],
-                  "[all_gather] rank ", q, " of the collective sent ", shape_str(parts[q].shape()),
-                  " where ", sizes[q], " elements along dim ", dim, " were expected");
-  }
-  write_rows(job.outputs[0].permute(perm), parts);
+  // Flat, where all_gather_uneven lets ranks differ in length.
+  write_blocks("all_gather", job.outputs[0], dim, sizes,
+               job.group->all_gather_uneven(x.contiguous().reshape({-1})));
 }
 
 const OpDef& all_gather_op() {
@@ -352,28 +341,15 @@ void all_to_all_job(Job& job) {
                   x.shape()[static_cast<size_t>(j)], n);
   const std::vector<int64_t> concat =
       gathered_sizes("all_to_all", job.attrs, "concat_sizes", x.shape()[static_cast<size_t>(i)]);
-  // Pieces travel flat with the concat dim first (all_to_all lets only
-  // dim 0 differ) and are reshaped with the known sizes.
-  const std::vector<int64_t> perm = front_perm(i, x.dim());
+  // Pieces travel flat (all_to_all lets only dim 0 differ) and are written
+  // into their blocks along the concat dim.
   std::vector<Tensor> pieces;
   int64_t at = 0;
   for (int64_t size : split) {
-    pieces.push_back(x.narrow(j, at, size).permute(perm).contiguous().reshape({-1}));
+    pieces.push_back(x.narrow(j, at, size).contiguous().reshape({-1}));
     at += size;
   }
-  std::vector<Tensor> received = job.group->all_to_all(pieces);
-  const Shape& out_shape = job.outputs[0].shape();
-  Shape permuted;
-  for (int64_t p : perm) permuted.push_back(out_shape[static_cast<size_t>(p)]);
-  for (int64_t q = 0; q < n; ++q) {
-    permuted[0] = concat[static_cast<size_t>(q)];
-    Tensor& piece = received[static_cast<size_t>(q)];
-    TESSERA_CHECK(piece.numel() == numel(permuted), "[all_to_all] rank ", q,
-                  " of the collective sent ", piece.numel(), " elements where ", numel(permuted),
-                  " (", shape_str(permuted), ") were expected");
-    piece = piece.reshape(permuted);
-  }
-  write_rows(job.outputs[0].permute(perm), received);
+  write_blocks("all_to_all", job.outputs[0], i, concat, job.group->all_to_all(pieces));
 }
 
 const OpDef& all_to_all_op() {

@@ -1112,6 +1112,13 @@ void run_collective_grads(int n) {
                    },
                    [&](const Tensor& x) { return global::all_gather(x, 1, {}, gather_sizes); },
                    [](const std::vector<Tensor>& xs, int) { return cat(xs, 1); }});
+  cases.push_back({"all_gather (uneven, the middle of 3 dims)",
+                   {},
+                   [](int r) {
+                     return Shape{2, r + 1, 3};
+                   },
+                   [&](const Tensor& x) { return global::all_gather(x, 1, {}, gather_sizes); },
+                   [](const std::vector<Tensor>& xs, int) { return cat(xs, 1); }});
   for (int64_t rows : {2 * n64, 2 * n64 + 1}) {
     cases.push_back({"reduce_scatter of " + std::to_string(rows) + " rows",
                      {},
@@ -1137,6 +1144,20 @@ void run_collective_grads(int n) {
          const global::Range r = split_range(n64 + 1, n64, k);
          for (const Tensor& x : xs) pieces.push_back(x.narrow(1, r.start, r.size));
          return cat(pieces, 0);
+       }});
+  // Rank r has n + 1 rows and r + 1 columns: row pieces, joined along columns.
+  cases.push_back(
+      {"all_to_all (uneven, joined along dim 1)",
+       {},
+       [n](int r) {
+         return Shape{n + 1, r + 1};
+       },
+       [&](const Tensor& x) { return global::all_to_all(x, 0, 1, {}, {}, gather_sizes); },
+       [&](const std::vector<Tensor>& xs, int k) {
+         std::vector<Tensor> pieces;
+         const global::Range r = split_range(n64 + 1, n64, k);
+         for (const Tensor& x : xs) pieces.push_back(x.narrow(0, r.start, r.size));
+         return cat(pieces, 1);
        }});
   // Rank r sends (r + 2q) % 3 rows (some none) to rank q.
   auto rows_to = [](int r, int q) { return static_cast<int64_t>((r + 2 * q) % 3); };
