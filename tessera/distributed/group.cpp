@@ -82,6 +82,29 @@ std::shared_ptr<Work> Group::launch(
   return completed_work();
 }
 
+void Group::all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                            const std::vector<int64_t>& sizes) {
+  const std::vector<Tensor> parts = all_gather_uneven(piece.contiguous().reshape({-1}));
+  write_blocks("all_gather", out, dim, sizes, parts);
+}
+
+void write_blocks(const char* op, const Tensor& out, int64_t dim, const std::vector<int64_t>& sizes,
+                  const std::vector<Tensor>& parts) {
+  TESSERA_CHECK(dim >= 0 && dim < out.dim() && sizes.size() == parts.size(), "[", op, "] ",
+                parts.size(), " pieces with ", sizes.size(), " sizes along dim ", dim, " of ",
+                shape_str(out.shape()));
+  Shape shape = out.shape();
+  int64_t at = 0;
+  for (size_t q = 0; q < parts.size(); ++q) {
+    shape[static_cast<size_t>(dim)] = sizes[q];
+    TESSERA_CHECK(parts[q].numel() == numel(shape), "[", op, "] rank ", q, " sent ",
+                  parts[q].numel(), " elements where ", numel(shape), " (", shape_str(shape),
+                  ") were expected");
+    if (sizes[q] > 0) out.narrow(dim, at, sizes[q]).copy_(parts[q].reshape(shape));
+    at += sizes[q];
+  }
+}
+
 void Group::wait_launched() {
   if (launcher_ && !launcher_->queue.on_queue_thread()) launcher_->queue.drain();
 }

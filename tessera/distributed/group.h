@@ -17,6 +17,13 @@ enum class ReduceOp { sum, max, min };
 // "sum", "max", "min".
 const char* reduce_op_name(ReduceOp op);
 
+// Writes flat `parts` (one per rank, as they travelled) into their blocks
+// of `out` along `dim`, block q sizes[q] long: in contiguous runs, nothing
+// transposed. Group::all_gather_into's copy, and an all-to-all's. `op`
+// names the call in messages.
+void write_blocks(const char* op, const Tensor& out, int64_t dim, const std::vector<int64_t>& sizes,
+                  const std::vector<Tensor>& parts);
+
 // A set of processes that run collectives together; one object per process.
 // Every rank of the group must call each collective in the same order. All
 // tensors are contiguous CPU tensors, or with NCCL also on the group's CUDA
@@ -41,6 +48,13 @@ class Group {
   virtual std::vector<Tensor> all_gather(const Tensor& tensor) = 0;
   // Like all_gather, but ranks may differ in dim 0 (trailing dims and dtype must agree).
   virtual std::vector<Tensor> all_gather_uneven(const Tensor& tensor) = 0;
+  // Every rank's `piece` gathered into `out` along `dim`: rank q's block
+  // there is sizes[q] long and out's other dims are the pieces'. `out` is
+  // written in place (contiguous, or any view). The default gathers the
+  // pieces flat and copies each block in; a backend may write the blocks
+  // straight from what it receives, without holding the result twice.
+  virtual void all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                               const std::vector<int64_t>& sizes);
   // inputs[j] (one per rank, same shape) is reduced across ranks into rank j's result.
   virtual Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) = 0;
   // Sends inputs[j] to rank j; result[i] is what rank i sent here. Dim 0 may differ.

@@ -39,6 +39,11 @@ class SpmdCheckedGroup : public Group {
     check(str_cat("all_gather_uneven(", layout_text(tensor, true), ")"));
     return inner_->all_gather_uneven(tensor);
   }
+  void all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                       const std::vector<int64_t>& sizes) override {
+    check(str_cat("all_gather_into(", layout_text(out, false), ", dim ", dim, ")"));
+    inner_->all_gather_into(piece, out, dim, sizes);
+  }
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op) override {
     check(str_cat("reduce_scatter(", inputs.empty() ? "" : layout_text(inputs[0], false), ", ",
                   reduce_op_name(op), ")"));

@@ -212,31 +212,12 @@ const OpDef& all_reduce_op() {
 
 // ---- all_gather: inputs {x}; attrs ranks, dim, sizes (optional).
 
-// Writes each rank's part (flat, as it travelled) into its block of `out`
-// along `dim`: block q is sizes[q] long there. Each block is a run of
-// contiguous pieces of `out`, so nothing is transposed on either side.
-void write_blocks(const char* op, const Tensor& out, int64_t dim, const std::vector<int64_t>& sizes,
-                  const std::vector<Tensor>& parts) {
-  Shape shape = out.shape();
-  int64_t at = 0;
-  for (size_t q = 0; q < parts.size(); ++q) {
-    shape[static_cast<size_t>(dim)] = sizes[q];
-    TESSERA_CHECK(parts[q].numel() == numel(shape), "[", op, "] rank ", q,
-                  " of the collective sent ", parts[q].numel(), " elements where ", numel(shape),
-                  " (", shape_str(shape), ") were expected");
-    if (sizes[q] > 0) out.narrow(dim, at, sizes[q]).copy_(parts[q].reshape(shape));
-    at += sizes[q];
-  }
-}
-
 void all_gather_job(Job& job) {
   const Tensor& x = job.inputs[0];
   const int64_t dim = job.attrs.i("dim");
   const std::vector<int64_t> sizes =
       gathered_sizes("all_gather", job.attrs, "sizes", x.shape()[static_cast<size_t>(dim)]);
-  // Flat, where all_gather_uneven lets ranks differ in length.
-  write_blocks("all_gather", job.outputs[0], dim, sizes,
-               job.group->all_gather_uneven(x.contiguous().reshape({-1})));
+  job.group->all_gather_into(x, job.outputs[0], dim, sizes);
 }
 
 const OpDef& all_gather_op() {
@@ -349,7 +330,7 @@ void all_to_all_job(Job& job) {
     pieces.push_back(x.narrow(j, at, size).contiguous().reshape({-1}));
     at += size;
   }
-  write_blocks("all_to_all", job.outputs[0], i, concat, job.group->all_to_all(pieces));
+  distributed::write_blocks("all_to_all", job.outputs[0], i, concat, job.group->all_to_all(pieces));
 }
 
 const OpDef& all_to_all_op() {

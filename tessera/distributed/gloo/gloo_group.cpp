@@ -404,6 +404,24 @@ std::vector<Tensor> GlooGroup::all_gather_uneven(const Tensor& tensor) {
   return gather("all_gather_uneven", tensor, false);
 }
 
+void GlooGroup::all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                                const std::vector<int64_t>& sizes) {
+  wait_launched();  // after what is in flight on this group, in one order
+  // In shared memory each chunk goes straight from the segment into its
+  // block of `out`: no gathered copy beside it. Either way every rank runs
+  // one uneven gather of its flat piece.
+  if (out.is_contiguous() && out.device().type == DeviceType::cpu && out.dtype() == piece.dtype() &&
+      dim >= 0 && dim < out.dim() && sizes.size() == static_cast<size_t>(size_) &&
+      in_shared_memory("all_gather")) {
+    const Tensor flat = piece.contiguous().reshape({-1});
+    check_tensor("all_gather", flat, kMoveDTypes, where());
+    count_traffic(flat);
+    shared_memory_->all_gather_into(flat, out, dim, sizes);
+    return;
+  }
+  Group::all_gather_into(piece, out, dim, sizes);
+}
+
 std::vector<Tensor> GlooGroup::gather(const char* op, const Tensor& tensor, bool equal_shapes) {
   check_tensor(op, tensor, kMoveDTypes, where());
   count_traffic(tensor);

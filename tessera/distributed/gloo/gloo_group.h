@@ -65,6 +65,8 @@ class GlooGroup : public Group {
   void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum) override;
   std::vector<Tensor> all_gather(const Tensor& tensor) override;
   std::vector<Tensor> all_gather_uneven(const Tensor& tensor) override;
+  void all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                       const std::vector<int64_t>& sizes) override;
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::sum) override;
   std::vector<Tensor> all_to_all(const std::vector<Tensor>& inputs) override;
   void broadcast(Tensor& tensor, int root) override;

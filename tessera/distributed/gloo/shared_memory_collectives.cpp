@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <optional>
 
 #include "tessera/core/error.h"
 #include "tessera/distributed/gloo/ring_reduce_scatter.h"
@@ -330,9 +332,9 @@ void SharedMemoryCollectives::all_reduce(void* data, const Layout& layout, Reduc
   }
 }
 
-std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Tensor& tensor,
-                                                        bool equal_shapes,
-                                                        const std::string& hint) {
+void SharedMemoryCollectives::gather_rounds(
+    const char* op, const Tensor& tensor, bool equal_shapes, const std::string& hint,
+    const std::function<void(const std::vector<int64_t>&)>& place, const PutBytes& put) {
   const Call call = equal_shapes ? Call::all_gather : Call::all_gather_uneven;
   const Layout mine = layout_of(tensor);
   post(call, mine, 0);
@@ -349,9 +351,7 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
     rows[static_cast<size_t>(peer)] =
         peer == rank_ ? mine.rows() : Layout::decode(layout_words(peer)).rows();
   }
-  const GatheredRows placed(rows);
-  Tensor gathered = Tensor::empty(placed.shape_of(tensor.shape()), tensor.dtype());
-  auto* out = static_cast<uint8_t*>(gathered.raw_data());
+  place(rows);
   size_t most = 0;
   for (int64_t count : rows) most = std::max(most, static_cast<size_t>(count * mine.row_bytes));
   for (size_t done = 0;; done += kSlotBytes) {
@@ -364,14 +364,71 @@ std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Te
     for (int peer = 0; peer < size_; ++peer) {
       const size_t bytes = static_cast<size_t>(rows[static_cast<size_t>(peer)] * mine.row_bytes);
       if (done >= bytes) continue;
-      const uint8_t* from = peer == rank_ ? own_bytes + done : slot(set, peer);
-      const size_t first = static_cast<size_t>(placed.first[static_cast<size_t>(peer)]);
-      copy_bytes(out + first * static_cast<size_t>(mine.row_bytes) + done, from,
-                 std::min(bytes - done, kSlotBytes));
+      put(peer, done, peer == rank_ ? own_bytes + done : slot(set, peer),
+          std::min(bytes - done, kSlotBytes));
     }
     if (done + kSlotBytes >= most) break;
   }
-  return placed.pieces(gathered, tensor.shape());
+}
+
+std::vector<Tensor> SharedMemoryCollectives::all_gather(const char* op, const Tensor& tensor,
+                                                        bool equal_shapes,
+                                                        const std::string& hint) {
+  const auto row_bytes = static_cast<size_t>(layout_of(tensor).row_bytes);
+  std::optional<GatheredRows> placed;
+  Tensor gathered;
+  uint8_t* out = nullptr;
+  gather_rounds(
+      op, tensor, equal_shapes, hint,
+      [&](const std::vector<int64_t>& rows) {
+        placed.emplace(rows);
+        gathered = Tensor::empty(placed->shape_of(tensor.shape()), tensor.dtype());
+        out = static_cast<uint8_t*>(gathered.raw_data());
+      },
+      [&](int peer, size_t offset, const uint8_t* from, size_t bytes) {
+        const auto first = static_cast<size_t>(placed->first[static_cast<size_t>(peer)]);
+        copy_bytes(out + first * row_bytes + offset, from, bytes);
+      });
+  return placed->pieces(gathered, tensor.shape());
+}
+
+void SharedMemoryCollectives::all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                                              const std::vector<int64_t>& sizes) {
+  // out is [outer, total, inner] around `dim`; rank q's piece, flat, is
+  // [outer, sizes[q], inner], and lands in columns starting[q] of it.
+  const size_t item = dtype_size(out.dtype());
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int64_t d = 0; d < dim; ++d) outer *= out.size(d);
+  for (int64_t d = dim + 1; d < out.dim(); ++d) inner *= out.size(d);
+  std::vector<size_t> start;
+  for (int64_t size : sizes) {
+    start.push_back(static_cast<size_t>(total * inner) * item);
+    total += size;
+  }
+  const size_t out_row = static_cast<size_t>(total * inner) * item;
+  auto* base = static_cast<uint8_t*>(out.raw_data());
+  gather_rounds(
+      "all_gather", piece, false, "",
+      [&](const std::vector<int64_t>& rows) {
+        for (size_t q = 0; q < rows.size(); ++q) {
+          const int64_t expected = outer * sizes[q] * inner;
+          TESSERA_CHECK(rows[q] == expected, "[all_gather] ", where_, ": rank ", q, " sent ",
+                        rows[q], " elements where ", expected, " (", sizes[q], " along dim ", dim,
+                        ") were expected");
+        }
+      },
+      [&](int peer, size_t offset, const uint8_t* from, size_t bytes) {
+        const size_t block_row =
+            static_cast<size_t>(sizes[static_cast<size_t>(peer)] * inner) * item;
+        while (bytes > 0) {
+          const size_t row = offset / block_row, within = offset % block_row;
+          const size_t run = std::min(bytes, block_row - within);
+          copy_bytes(base + row * out_row + start[static_cast<size_t>(peer)] + within, from, run);
+          offset += run;
+          from += run;
+          bytes -= run;
+        }
+      });
 }
 
 Tensor SharedMemoryCollectives::reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp reduce,

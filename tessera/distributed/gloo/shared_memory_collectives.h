@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,11 @@ class SharedMemoryCollectives {
   // messages; `hint` ends a mismatch's message (what would be valid).
   std::vector<Tensor> all_gather(const char* op, const Tensor& tensor, bool equal_shapes,
                                  const std::string& hint);
+  // Every rank's flat `piece` (contiguous, on the CPU), gathered into `out`
+  // (contiguous) along `dim`: rank q's piece is out's shape with sizes[q]
+  // along `dim`, and each chunk is written straight into its block.
+  void all_gather_into(const Tensor& piece, const Tensor& out, int64_t dim,
+                       const std::vector<int64_t>& sizes);
   // Sum (or `reduce`) over ranks of each rank's inputs[rank()], the inputs
   // one per rank, contiguous, of one dtype and shape.
   Tensor reduce_scatter(const std::vector<Tensor>& inputs, ReduceOp reduce,
@@ -96,6 +102,14 @@ class SharedMemoryCollectives {
     barrier,
     broadcast
   };
+  // Takes bytes [offset, offset + bytes) of rank `peer`'s piece from `from`.
+  using PutBytes = std::function<void(int peer, size_t offset, const uint8_t* from, size_t bytes)>;
+  // An all-gather's rounds: `place` gets every rank's row count once the
+  // first round has shown them, and `put` every chunk of every piece.
+  void gather_rounds(const char* op, const Tensor& tensor, bool equal_shapes,
+                     const std::string& hint,
+                     const std::function<void(const std::vector<int64_t>&)>& place,
+                     const PutBytes& put);
   // Posts this rank's call: what the peers check at the first barrier.
   // `argument` is the reduce op, or a broadcast's root.
   void post(Call call, const Layout& layout, uint32_t argument);
