@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tessera/core/grad_mode.h"
+#include "tessera/core/memory_span.h"
 #include "tessera/core/storage.h"
 #include "tessera/core/work_queue.h"
 #include "tessera/ops/elementwise.h"
@@ -235,13 +236,6 @@ void check_writable(const OpDef& op, const TensorVector& inputs) {
   }
 }
 
-// The elements a strided tensor can reach in its storage: [first, last].
-std::pair<int64_t, int64_t> element_span(const TensorImpl& t) {
-  int64_t last = t.offset;
-  for (size_t d = 0; d < t.shape.size(); ++d) last += (t.shape[d] - 1) * t.strides[d];
-  return {t.offset, last};
-}
-
 // As in PyTorch, an in-place op may write a tensor that another input is
 // exactly (x.add_(x)) but not one that another input partly overlaps: its
 // kernels read and write in chunks, so the result would depend on the
@@ -250,27 +244,20 @@ std::pair<int64_t, int64_t> element_span(const TensorImpl& t) {
 // views can span the same range without sharing an element.
 void check_no_partial_overlap(const OpDef& op, const TensorVector& inputs) {
   for (int w : op.writes) {
-    const TensorImpl& written = inputs.at(static_cast<size_t>(w)).impl();
-    if (!written.storage || written.global || numel(written.shape) == 0 ||
-        !inputs[static_cast<size_t>(w)].is_contiguous()) {
-      continue;
-    }
-    const auto [first, last] = element_span(written);
+    const Tensor& written = inputs.at(static_cast<size_t>(w));
+    if (!written.is_contiguous()) continue;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (i == static_cast<size_t>(w) || !inputs[i].defined()) continue;
-      const TensorImpl& other = inputs[i].impl();
-      if (other.storage != written.storage || numel(other.shape) == 0 ||
-          !inputs[i].is_contiguous()) {
+      const Tensor& other = inputs[i];
+      if (i == static_cast<size_t>(w) || !other.defined() || !other.is_contiguous() ||
+          !spans_meet(written, other) || same_elements(written, other)) {
         continue;
       }
-      const bool same = other.offset == written.offset && other.shape == written.shape &&
-                        other.strides == written.strides;
+      const auto [first, last] = element_span(written);
       const auto [other_first, other_last] = element_span(other);
-      TESSERA_CHECK(same || other_last < first || last < other_first, "[", op.name,
-                    "] writes input ", w, " in place, but input ", i,
-                    " partly overlaps its memory (elements ", other_first, "..", other_last,
-                    " of the storage against ", first, "..", last, "); pass a clone() of input ", i,
-                    " instead");
+      TESSERA_FAIL("[", op.name, "] writes input ", w, " in place, but input ", i,
+                   " partly overlaps its memory (elements ", other_first, "..", other_last,
+                   " of the storage against ", first, "..", last, "); pass a clone() of input ", i,
+                   " instead");
     }
   }
 }

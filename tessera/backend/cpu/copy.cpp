@@ -6,6 +6,7 @@
 
 #include "tessera/backend/cpu/loops.h"
 #include "tessera/core/device_memory.h"
+#include "tessera/core/memory_span.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/op.h"
@@ -61,20 +62,6 @@ void write_words(const Tensor& dst, const Tensor& source) {
   }
 }
 
-// Whether the elements `a` and `b` address in one storage may meet, judged
-// by the spans of memory they cover.
-bool spans_meet(const Tensor& a, const Tensor& b) {
-  if (!a.shares_storage(b) || a.numel() == 0 || b.numel() == 0) return false;
-  auto span = [](const Tensor& t) {
-    int64_t last = t.offset();
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.shape()[d] - 1) * t.strides()[d];
-    return std::pair<int64_t, int64_t>{t.offset(), last};
-  };
-  auto [a_first, a_last] = span(a);
-  auto [b_first, b_last] = span(b);
-  return a_first <= b_last && b_first <= a_last;
-}
-
 // dst.copy_(src): inputs {dst, src}; dst is written (it is the output).
 void copy_into_kernel(KernelContext& ctx) {
   const Tensor& dst = ctx.inputs[0];
@@ -84,10 +71,7 @@ void copy_into_kernel(KernelContext& ctx) {
   if (spans_meet(source, dst)) {
     // As PyTorch: the exact alias (same elements, same order) is a no-op;
     // any other overlap would read what the write already overwrote.
-    if (source.offset() == dst.offset() && source.strides() == dst.strides() &&
-        source.shape() == dst.shape() && source.dtype() == dst.dtype()) {
-      return;
-    }
+    if (same_elements(source, dst)) return;
     // Strided views may interleave without meeting (x[::2] and x[1::2]);
     // PyTorch cannot tell cheaply and lets them be: the source is read first.
     if (!source.is_contiguous() || !dst.is_contiguous()) {

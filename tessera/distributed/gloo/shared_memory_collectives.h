@@ -1,12 +1,13 @@
 #pragma once
 
-// All-reduce, all-gather, reduce-scatter, all-to-all, broadcast and barriers through
-// one shared-memory segment, for a Gloo group whose ranks all run on one
-// machine. Gloo moves data only over TCP: on one machine each byte crosses
-// the loopback stack on both sides and wakes Gloo's polling thread, and in a
-// two-rank data-parallel step that cost more CPU than the gradients' compute
-// (bench/dp_compare.py). MPI's shared-memory transport needs ranks started
-// by mpirun, so the ranks tessera-run starts reduce here.
+// All-reduce, all-gather, reduce-scatter, all-to-all, broadcast and
+// barriers through one shared-memory segment, for a Gloo group whose ranks
+// all run on one machine. Gloo moves data only over TCP: on one machine
+// each byte crosses the loopback stack on both sides and wakes Gloo's
+// polling thread, and in a two-rank data-parallel step that cost more CPU
+// than the gradients' compute (bench/dp_compare.py). MPI's shared-memory
+// transport needs ranks started by mpirun, so the ranks tessera-run starts
+// reduce here.
 //
 // Every collective moves rounds of at most kSlotBytes per rank. All-reduce:
 // every rank copies its part into its own slot; after a barrier, rank r
@@ -22,10 +23,10 @@
 // every rank copies its part out of each peer's slot; the first round's
 // slots begin with the row counts sent to each peer. Broadcast: the root
 // copies the next chunk into its slot and, after a barrier, every other rank
-// copies it out. Two sets of slots
-// alternate, so a round never waits for the previous one's readers: a set
-// is written again only after a barrier every reader of its last round has
-// passed. Barriers are per-rank epoch counters woken through futexes.
+// copies it out. Two sets of slots alternate, so a round never waits for
+// the previous one's readers: a set is written again only after a barrier
+// every reader of its last round has passed. Barriers are per-rank epoch
+// counters woken through futexes.
 
 #include <chrono>
 #include <cstddef>
