@@ -6,7 +6,8 @@
 // the planner predicts for exactly those parameter and batch layouts, and
 // the median eager global training step measured (AdamW), with its spread;
 // and the planner's plan once more as graph mode runs it (graph::compile's
-// auto_parallel, the whole step compiled).
+// auto_parallel, the whole step compiled; its memory predicted from the
+// compiled graph's memory plan, planner::compiled_prediction).
 // Rank 0 prints one JSON line per case.
 //
 //   tessera-run -n 2 ./build/bench/planner_bench --profile profile.json [--steps 8]
@@ -179,7 +180,10 @@ void run_compiled_case(const Workload& workload, const Case& c, const global::Co
        .names = module->named_parameters(),
        .cost_model = model});
   for (int i = 0; i < 3; ++i) (void)compiled(workload.batch);  // plan, eager, compile
-  const planner::Plan& plan = planner::plan_of(compiled);
+  // The plan's time, and its memory as the compiled graph's memory plan
+  // holds it.
+  planner::Plan plan = planner::plan_of(compiled);
+  plan.prediction = planner::compiled_prediction(compiled);
   const std::vector<double> times =
       time_steps(steps, world, [&] { (void)compiled(workload.batch); });
   report(workload, c, plan, times, -1, 0, held_before, world);

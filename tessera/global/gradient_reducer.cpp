@@ -31,6 +31,7 @@
 #include "tessera/distributed/group.h"
 #include "tessera/global/boxing.h"
 #include "tessera/global/collective_ops.h"
+#include "tessera/global/gradient_buckets.h"
 #include "tessera/global/process_groups.h"
 #include "tessera/ops/concat.h"
 #include "tessera/ops/dispatch.h"
@@ -107,10 +108,8 @@ struct Bucket {
   size_t bytes = 0;
 };
 
-// DDP's default bucket size: large enough that a bucket's all-reduce runs
-// at full bandwidth, small enough that the concatenated copy stays modest.
-constexpr size_t kBucketBytes = size_t{25} << 20;
-constexpr size_t kFirstBucketBytes = size_t{1} << 20;
+constexpr size_t kBucketBytes = global::kGradientBucketBytes;
+constexpr size_t kFirstBucketBytes = global::kFirstGradientBucketBytes;
 
 // Buckets of the backward pass running on this thread, in the order they
 // were opened (the same on every rank), and how many it has flushed.

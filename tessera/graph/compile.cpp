@@ -420,6 +420,11 @@ const MemoryPlan& CompiledFunction::last_memory_plan() const {
   return plans_[static_cast<size_t>(last_)].executor->memory();
 }
 
+int64_t CompiledFunction::last_planned_peak_bytes() const {
+  (void)last_graph();  // the same check
+  return plans_[static_cast<size_t>(last_)].executor->planned_peak_bytes();
+}
+
 CompiledFunction compile(TracedFn fn, CompileOptions options) {
   return CompiledFunction(std::move(fn), std::move(options));
 }

@@ -153,6 +153,9 @@ class CompiledFunction {
   // The graph the last call ran, and its memory plan.
   const Graph& last_graph() const;
   const MemoryPlan& last_memory_plan() const;
+  // The most memory the last call's plan holds during a run
+  // (Executor::planned_peak_bytes).
+  int64_t last_planned_peak_bytes() const;
 
  private:
   struct Plan {

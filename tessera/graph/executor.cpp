@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
+#include "tessera/core/allocator.h"
 #include "tessera/core/grad_mode.h"
 #include "tessera/core/rng.h"
 #include "tessera/graph/fused.h"
@@ -164,6 +166,42 @@ void Executor::place(MemoryPlan memory) {
       if (last < end) steps_[static_cast<size_t>(last)].releases.push_back(output);
     }
   }
+  // The run's fullest point by this plan: the arena, and the new values
+  // alive after each node (they go after the node in their releases).
+  // Gradients made new each run (a collective's result) are held by their
+  // parameters from the last run until this one writes its own.
+  auto allocated = [](const TensorMeta& meta) {
+    return static_cast<int64_t>(
+        CpuAllocator::round_size(static_cast<size_t>(numel(meta.shape)) * dtype_size(meta.dtype)));
+  };
+  int64_t fresh = 0;
+  for (const GradWrite& write : graph_.grad_writes()) {
+    if (write.value < 0) continue;
+    const auto r = static_cast<size_t>(memory_.roots[static_cast<size_t>(write.value)]);
+    if (storage_[r] == Storage::fresh && !graph_.values()[r].meta.is_global()) {
+      fresh += allocated(graph_.values()[r].meta);
+    }
+  }
+  int64_t fullest = fresh;
+  std::vector<int64_t> held(graph_.values().size(), 0);
+  for (int n = 0; n < end; ++n) {
+    for (int output : graph_.nodes()[static_cast<size_t>(n)].outputs) {
+      const auto v = static_cast<size_t>(output);
+      const TensorMeta& meta = graph_.values()[v].meta;
+      if (storage_[v] != Storage::fresh || memory_.roots[v] != output || meta.is_global()) continue;
+      held[v] = allocated(meta);
+      fresh += held[v];
+    }
+    fullest = std::max(fullest, fresh);
+    for (int output : steps_[static_cast<size_t>(n)].releases) {
+      const auto r = static_cast<size_t>(memory_.roots[static_cast<size_t>(output)]);
+      fresh -= std::exchange(held[r], 0);
+    }
+  }
+  planned_peak_bytes_ = (memory_.arena_bytes > 0 ? static_cast<int64_t>(CpuAllocator::round_size(
+                                                       static_cast<size_t>(memory_.arena_bytes)))
+                                                 : 0) +
+                        fullest;
   // Where each asynchronous out-of-place collective must be complete.
   for (size_t n = 0; n < graph_.nodes().size(); ++n) {
     const int ready = memory_.collective_ready[n];

@@ -61,6 +61,14 @@ class Executor {
 
   const Graph& graph() const { return graph_; }
   const MemoryPlan& memory() const { return memory_; }
+  // The most memory a run holds at once by this plan, as the allocator
+  // reserves it: the arena, and the values made new each run (collectives'
+  // results, the caller's outputs, values the plan did not place) while
+  // they live, with the last run's such gradients, which their parameters
+  // hold until this run writes new ones. Not counted: what kernels and collectives take for
+  // themselves inside a node, and tensors the graph reads (its inputs and
+  // variables).
+  int64_t planned_peak_bytes() const { return planned_peak_bytes_; }
 
  private:
   enum class StepKind : uint8_t { kernel, fused, view, dispatch };
@@ -105,6 +113,7 @@ class Executor {
   std::vector<Tensor> env_;       // per value: its tensor in the current run
   Tensor arena_;
   Draws draws_;
+  int64_t planned_peak_bytes_ = 0;
 };
 
 }  // namespace tessera::graph

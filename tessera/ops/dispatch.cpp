@@ -333,6 +333,24 @@ TensorVector redispatch(const OpDef& op, const TensorVector& inputs, const Attrs
   return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
 }
 
+namespace {
+
+// Whether a view op's output is its input's memory. A reshape that the
+// layout cannot view copies (a global one inside its local call), and a
+// global view of an input boxed into another layout views the boxed copy:
+// such an output is no view. Marking it one would keep the input alive as
+// long as the copy (a copy saved for backward would hold both) and apply
+// the input's in-place checks to memory that is not the input's. A rank
+// without a shard of either has nothing to compare: it keeps the view.
+bool views_memory_of(const Tensor& out, const Tensor& in) {
+  if (out.is_global() && (!out.local_shard().defined() || !in.local_shard().defined())) {
+    return true;
+  }
+  return out.shares_storage(in);
+}
+
+}  // namespace
+
 TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   bool any_requires_grad = false;
   DispatchKey key = DispatchKey::local;
@@ -373,7 +391,7 @@ TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attr
     outputs = handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
   }
 
-  if (op.view) {
+  if (op.view && views_memory_of(outputs[0], inputs[0])) {
     // The root whose storage this views, so in-place writes can check it.
     const TensorImpl& base = inputs[0].impl();
     outputs[0].impl().view_base = base.view_base ? base.view_base : inputs[0].impl_ptr();

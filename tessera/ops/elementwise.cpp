@@ -61,6 +61,7 @@ constexpr OpDoc kElementwiseDocs[] = {
     {"sub", "torch.sub", "sub(a, b), sub(a, scalar), sub(scalar, b), a - b"},
     {"mul", "torch.mul", "mul(a, b), mul(a, scalar), a * b"},
     {"relu_backward", "internal", "relu_backward(grad, input)"},
+    {"gelu_backward", "internal", "gelu_backward(grad, input, approximate)"},
     {"div", "torch.div", "div(a, b), div(a, scalar), div(scalar, b), a / b"},
     {"pow", "torch.pow", "pow(a, b), pow(a, scalar)"},
     {"maximum", "torch.maximum", "maximum(a, b), maximum(a, scalar)"},
@@ -92,7 +93,6 @@ OpDef unary_def(const std::string& name, GradFn grad, bool saves_inputs, bool sa
 
 Tensor as_floating(const Tensor& x) { return is_floating(x.dtype()) ? x : cast(x, DType::f32); }
 
-constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
@@ -185,20 +185,8 @@ const OpDef& erf_op = register_op(unary_def(
 const OpDef& gelu_op = register_op(unary_def(
     "gelu",
     [](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      Tensor derivative;
-      if (c.attrs().get<std::string>("approximate") == "tanh") {
-        Tensor x2 = mul(x, x);
-        Tensor t = tanh(mul(add(x, mul(mul(x2, x), 0.044715)), kSqrt2OverPi));
-        Tensor inner_grad = mul(add(mul(x2, 3 * 0.044715), 1.0), kSqrt2OverPi);
-        derivative = add(mul(add(t, 1.0), 0.5),
-                         mul(mul(mul(x, sub(1.0, mul(t, t))), inner_grad), 0.5));
-      } else {
-        Tensor cdf = mul(add(erf(mul(x, kSqrtHalf)), 1.0), 0.5);
-        Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi);
-        derivative = add(cdf, mul(x, pdf));
-      }
-      return std::vector<Tensor>{mul(c.grad_output(0), derivative)};
+      return std::vector<Tensor>{
+          gelu_backward(c.grad_output(0), c.input(0), c.attrs().get<std::string>("approximate"))};
     },
     true, false));
 
@@ -362,6 +350,40 @@ const OpDef& relu_backward_op = register_op(binary_def(
     [](const GradContext& c) {
       std::vector<Tensor> grads(2);
       if (c.needs_input_grad(0)) grads[0] = relu_backward(c.grad_output(0), c.input(1));
+      return grads;
+    },
+    true, {{{kPs, kB}, {kPs}}}));
+
+// gelu'' for gelu_backward's own gradient. Exact form: phi(x) (2 - x^2).
+// Tanh form, with u = k (x + c x^3) and t = tanh u:
+// (1 - t^2) (u' - x t u'^2 + x u'' / 2).
+Tensor gelu_second_derivative(const Tensor& x, const std::string& approximate) {
+  Tensor x2 = mul(x, x);
+  if (approximate == "tanh") {
+    constexpr double kCubic = 0.044715;
+    Tensor t = tanh(mul(add(x, mul(mul(x2, x), kCubic)), kSqrt2OverPi));
+    Tensor du = mul(add(mul(x2, 3 * kCubic), 1.0), kSqrt2OverPi);
+    Tensor d2u = mul(x, 6 * kCubic * kSqrt2OverPi);
+    Tensor bracket = add(sub(du, mul(mul(x, t), mul(du, du))), mul(mul(x, d2u), 0.5));
+    return mul(sub(1.0, mul(t, t)), bracket);
+  }
+  Tensor pdf = mul(exp(mul(x2, -0.5)), kInvSqrt2Pi);
+  return mul(pdf, sub(2.0, x2));
+}
+
+// grad * gelu'(input) in one pass, either form (torch's gelu_backward):
+// one kernel and one result instead of the derivative's ten temporaries.
+// Linear in grad, so a partial grad gives a partial result.
+const OpDef& gelu_backward_op = register_op(binary_def(
+    "gelu_backward",
+    [](const GradContext& c) {
+      const std::string& approximate = c.attrs().get<std::string>("approximate");
+      const Tensor& h = c.grad_output(0);
+      std::vector<Tensor> grads(2);
+      if (c.needs_input_grad(0)) grads[0] = gelu_backward(h, c.input(1), approximate);
+      if (c.needs_input_grad(1)) {
+        grads[1] = mul(mul(h, c.input(0)), gelu_second_derivative(c.input(1), approximate));
+      }
       return grads;
     },
     true, {{{kPs, kB}, {kPs}}}));
@@ -560,6 +582,17 @@ Tensor relu_backward(const Tensor& grad, const Tensor& input) {
                 " and input ", dtype_name(input.dtype()), shape_str(input.shape()),
                 " must have the same dtype and shape");
   return call1(relu_backward_op, {grad, input});
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& input, const std::string& approximate) {
+  TESSERA_CHECK(approximate == "none" || approximate == "tanh", "[gelu_backward] approximate='",
+                approximate, "' is not one of 'none', 'tanh'");
+  TESSERA_CHECK(
+      grad.dtype() == input.dtype() && grad.shape() == input.shape() && is_floating(input.dtype()),
+      "[gelu_backward] grad ", dtype_name(grad.dtype()), shape_str(grad.shape()), " and input ",
+      dtype_name(input.dtype()), shape_str(input.shape()),
+      " must be floating tensors of the same dtype and shape");
+  return call1(gelu_backward_op, {grad, input}, {{"approximate", approximate}});
 }
 
 // ---------------------------------------------------------------------------

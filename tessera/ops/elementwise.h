@@ -38,6 +38,9 @@ Tensor relu_backward(const Tensor& grad, const Tensor& input);
 Tensor erf(const Tensor& x);
 // approximate = "none" (erf form) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+// grad * gelu'(input), in one kernel (gelu's gradient).
+Tensor gelu_backward(const Tensor& grad, const Tensor& input,
+                     const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 // log(1 + exp(beta * x)) / beta, linear above `threshold` (as PyTorch).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);

@@ -24,12 +24,16 @@ void check_unmodified(const SavedOp& saved, const Tensor& tensor, uint64_t saved
 
 GradContext::GradContext(const SavedOp& saved, std::vector<Tensor> grad_outputs, bool create_graph)
     : saved_(saved), grad_outputs_(std::move(grad_outputs)), create_graph_(create_graph) {
-  for (size_t i = 0; i < grad_outputs_.size(); ++i) {
-    if (!grad_outputs_[i].defined()) {
-      const TensorMeta& meta = saved_.output_metas[i];
-      grad_outputs_[i] = zeros_for(meta);
-    }
-  }
+  grad_outputs_.resize(saved_.output_metas.size());
+}
+
+const Tensor& GradContext::grad_output(int i) const {
+  const Tensor& given = grad_outputs_.at(static_cast<size_t>(i));
+  if (given.defined()) return given;
+  zeros_.resize(grad_outputs_.size());
+  Tensor& zeros = zeros_[static_cast<size_t>(i)];
+  if (!zeros.defined()) zeros = zeros_for(saved_.output_metas[static_cast<size_t>(i)]);
+  return zeros;
 }
 
 const Tensor& GradContext::input(int i) const {

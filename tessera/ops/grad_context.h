@@ -40,13 +40,20 @@ class GradContext {
   // when the gradient itself is being recorded (create_graph), so that
   // higher-order gradients see its dependence on the inputs.
   Tensor output(int i) const;
-  // Gradient flowing into output i; zeros when that output got none.
-  const Tensor& grad_output(int i) const { return grad_outputs_.at(i); }
+  // Gradient flowing into output i; zeros (made on first read) when that
+  // output got none.
+  const Tensor& grad_output(int i) const;
+  // Whether output i got a gradient. A gradient function skips the terms
+  // of outputs that got none (layer_norm's mean and rstd, which only a
+  // higher-order gradient reaches) instead of reading their zeros, which
+  // would cost kernels and a trace's nodes for nothing.
+  bool has_grad_output(int i) const { return grad_outputs_.at(i).defined(); }
   bool needs_input_grad(int i) const { return saved_.input_needs_grad.at(i); }
 
  private:
   const SavedOp& saved_;
   std::vector<Tensor> grad_outputs_;
+  mutable std::vector<Tensor> zeros_;  // grad_output() of outputs that got none
   bool create_graph_;
 };
 

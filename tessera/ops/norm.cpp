@@ -30,16 +30,6 @@ Shape stats_shape(const Shape& x, size_t normalized) {
   return shape;
 }
 
-// True for a constant zero tensor (the gradient of an unused output), whose
-// terms can be skipped. One that requires grad is kept for higher orders.
-// Under a mode handler (a graph trace, whose global tensors wrap meta
-// shards) and for a meta tensor there are no values to look at: the terms
-// stay, which is always correct.
-bool all_zero(const Tensor& t) {
-  if (t.is_meta() || mode_active()) return t.numel() == 0;
-  return !t.requires_grad() && (t.numel() == 0 || max(abs(t)).item<double>() == 0.0);
-}
-
 // Number of batch dims (those before the normalised ones) of x.
 int64_t batch_dims(const TensorMeta& x, const Attrs& attrs) {
   return static_cast<int64_t>(x.shape.size() - attrs.ints("normalized_shape").size());
@@ -63,9 +53,10 @@ std::vector<Tensor> layer_norm_backward_grad(const GradContext& c) {
   const Tensor weight = has_weight ? c.input(4) : Tensor();
   const Dims dims = trailing_dims(x.dim(), normalized.size());
   const Tensor& h = c.grad_output(0);
-  const Tensor& h_gamma = c.grad_output(1);
-  const Tensor& h_beta = c.grad_output(2);
-  const bool use_gamma = !all_zero(h_gamma), use_beta = !all_zero(h_beta);
+  // Outputs that got no gradient contribute no terms.
+  const bool use_gamma = c.has_grad_output(1), use_beta = c.has_grad_output(2);
+  const Tensor h_gamma = use_gamma ? c.grad_output(1) : Tensor();
+  const Tensor h_beta = use_beta ? c.grad_output(2) : Tensor();
 
   Tensor centered = sub(x, mu);
   Tensor xhat = mul(centered, rstd);
@@ -142,10 +133,11 @@ std::vector<Tensor> layer_norm_grad(const GradContext& c) {
   if (c.needs_input_grad(0)) {
     Tensor dx = parts[0];
     const double count = static_cast<double>(numel(normalized));
-    const Tensor& g_mean = c.grad_output(1);
-    const Tensor& g_rstd = c.grad_output(2);
-    if (!all_zero(g_mean)) dx = add(dx, div(g_mean, count));
-    if (!all_zero(g_rstd)) {
+    // mean and rstd get gradients only in higher orders (the recomputed
+    // forward's statistics); otherwise their terms are skipped.
+    if (c.has_grad_output(1)) dx = add(dx, div(c.grad_output(1), count));
+    if (c.has_grad_output(2)) {
+      const Tensor& g_rstd = c.grad_output(2);
       // d rstd / dx = -rstd^3 (x - mean) / n.
       Tensor scale = div(mul(g_rstd, mul(mul(rstd, rstd), rstd)), count);
       dx = sub(dx, mul(sub(x, mu), scale));

@@ -1,5 +1,7 @@
 #include "tessera/planner/auto_parallel.h"
 
+#include <utility>
+
 #include <algorithm>
 #include <memory>
 
@@ -157,6 +159,17 @@ const Plan& plan_of(const graph::CompiledFunction& function) {
                 "[planner::plan_of] the function has no plan: it was compiled without "
                 "auto_parallel, or has not been called yet (the first call plans)");
   return compiled->plan();
+}
+
+StepPrediction compiled_prediction(const graph::CompiledFunction& function) {
+  StepPrediction p = plan_of(function).prediction;
+  TESSERA_CHECK(function.compiles() > 0,
+                "[planner::compiled_prediction] the step has not been compiled yet: its first "
+                "call plans and runs it eagerly, the second compiles it");
+  p.state_bytes -= std::exchange(p.gradient_bytes, 0.0);
+  p.activation_bytes = static_cast<double>(function.last_planned_peak_bytes());
+  p.peak_bytes = p.state_bytes + p.activation_bytes;
+  return p;
 }
 
 }  // namespace tessera::planner

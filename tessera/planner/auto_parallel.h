@@ -75,4 +75,13 @@ graph::ParallelStep parallelize_step(const graph::TracedFn& step, const TensorVe
 // made it; raises otherwise.
 const Plan& plan_of(const graph::CompiledFunction& function);
 
+// plan_of(function)'s prediction with its memory as graph mode holds it,
+// once a call has compiled the step (before that: an error): the
+// parameters and optimizer state, which live outside the graph, and the
+// most the compiled graph holds during a run by its memory plan (the
+// arena, where the gradients live too, and the values a run makes new:
+// CompiledFunction::last_planned_peak_bytes). The eager prediction counts
+// each temporary as the dispatcher allocates it instead.
+StepPrediction compiled_prediction(const graph::CompiledFunction& function);
+
 }  // namespace tessera::planner

@@ -202,6 +202,13 @@ class Problem {
     }
     double peak = live;
     const int forward_end = forward_end_node();
+    double bucket = 0;  // bytes of partial-sum gradients waiting in the open bucket
+    auto flush_bucket = [&] {
+      if (bucket > 0) {
+        peak = std::max(peak, live + options_.model.allocated_bytes(bucket));
+      }
+      bucket = 0;
+    };
     double gradients_inline = 0;  // gradient traffic on the compute's own path
     for (size_t k = 0; k < ops_.size(); ++k) {
       const OpNode& op = ops_[k];
@@ -261,12 +268,20 @@ class Problem {
         const double seconds = gradient_seconds(gradient, choice);
         gradients += seconds;
         if (seconds > 0) {
-          // The collective writes the gradient into a buffer of its own
-          // beside the one it reduces.
+          // The gradient as made (counted above in its parameter's layout)
+          // is held beside what boxing makes of it: until the conversion
+          // ends, or, for a partial sum waiting in a bucket, until the
+          // bucket is reduced as one concatenated copy.
+          const TensorMeta& meta = graph_.value(gradient.value).meta;
+          const NdSbp& made = produced_layout(gradient.value, choice);
           const auto to = static_cast<size_t>(passages_[gradient.passage].to);
-          peak = std::max(
-              peak, live + allocated_bytes(graph_.value(sources_.at(to).value).meta,
-                                           sources_[to].layouts[static_cast<size_t>(choice[to])]));
+          if (options_.gradient_bucket_bytes > 0 &&
+              only_sums_differ(made, sources_[to].layouts[static_cast<size_t>(choice[to])])) {
+            bucket += local_bytes(meta, mesh_, made);
+            if (bucket >= options_.gradient_bucket_bytes) flush_bucket();
+          } else {
+            peak = std::max(peak, live + allocated_bytes(meta, made));
+          }
         }
         if (options_.overlap_gradients && options_.model.overlaps_communication) {
           stream_free = std::max(stream_free, now) + seconds;
@@ -290,6 +305,7 @@ class Problem {
         p.saved_bytes = live;
       }
     }
+    flush_bucket();  // when backward ends
     // Gradients made by no node (a parameter's gradient that is itself a
     // traced input) do not occur; the optimizer runs once all are in.
     const double end = std::max(now, stream_free) + update_seconds;
@@ -300,6 +316,7 @@ class Problem {
     p.communication_seconds = blocking + gradients;
     p.step_seconds = end;
     p.exposed_seconds = end - p.compute_seconds;
+    p.gradient_bytes = all_gradient_bytes;
     if (gradients_made_in_step) {
       // The peak counted the gradients made by then; the state counts all.
       p.peak_bytes = p.state_bytes - all_gradient_bytes + peak;
@@ -396,6 +413,7 @@ class Problem {
   struct Gradient {
     int node = -1;       // the graph node that makes it
     size_t passage = 0;  // into the parameter's layout
+    int value = -1;      // the gradient as that node makes it
   };
 
   double update_cost(double bytes) const {
@@ -431,6 +449,18 @@ class Problem {
       layouts.push_back(option.output_sbps.at(output));
     }
     return layouts;
+  }
+
+  // Whether `from` becomes `to` by reducing partial sums alone (each mesh
+  // axis the same, or P(sum) to B): what a gradient bucket reduces.
+  static bool only_sums_differ(const NdSbp& from, const NdSbp& to) {
+    bool any = false;
+    for (int axis = 0; axis < from.ndim(); ++axis) {
+      if (from[axis] == to[axis]) continue;
+      if (from[axis].kind != SbpKind::partial_sum || !to[axis].is_broadcast()) return false;
+      any = true;
+    }
+    return any;
   }
 
   // The layout `value` is made in under `choice`.
@@ -828,7 +858,7 @@ class Problem {
       const size_t passage =
           add_passage(write.value, source, sources_[static_cast<size_t>(source)].layouts, false,
                       1 / static_cast<double>(options_.micro_batches));
-      gradients_.push_back({value.node, passage});
+      gradients_.push_back({value.node, passage, write.value});
     }
   }
 

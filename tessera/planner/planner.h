@@ -20,7 +20,9 @@
 // the parameter's layout; that traffic overlaps the backward pass that
 // follows it, as the gradient buckets do. Memory per rank counts each
 // parameter's shard with its gradient and optimizer state, and the
-// activations the step's order keeps alive at its peak.
+// activations the step's order keeps alive at its peak (with a gradient as
+// made beside its boxed copy, and a bucket's partial sums beside their
+// concatenation while it is reduced).
 
 #include <map>
 #include <optional>
@@ -29,6 +31,7 @@
 
 #include "tessera/global/choose_layout.h"
 #include "tessera/global/cost_model.h"
+#include "tessera/global/gradient_buckets.h"
 #include "tessera/graph/ir.h"
 #include "tessera/nn/module.h"
 #include "tessera/planner/cost_graph.h"
@@ -65,6 +68,12 @@ struct PlanOptions {
   // backward. false: each value is freed after its last read (a compiled
   // graph; PyTorch's autograd, which saves only what gradients read).
   bool tape_keeps_inputs = true;
+  // How gradients that differ from their parameter's layout only by
+  // partial sums are reduced: as eager's gradient buckets do (global/
+  // gradient_reducer.cpp), held until this many bytes of them wait (or
+  // backward ends) and then reduced as one concatenated copy; 0: each is
+  // reduced on its own as it is made.
+  double gradient_bucket_bytes = static_cast<double>(global::kGradientBucketBytes);
   // Layouts fixed in advance, by tensor name (a parameter's qualified name,
   // or "input 0", "input 1", ... for the step's inputs); the rest is planned.
   std::map<std::string, NdSbp> pinned;
@@ -104,6 +113,7 @@ struct StepPrediction {
   double exposed_seconds = 0;        // the communication not overlapped
   double step_seconds = 0;           // compute + exposed communication
   double state_bytes = 0;            // parameters, gradients, optimizer state
+  double gradient_bytes = 0;         // of which gradients
   double activation_bytes = 0;       // peak of everything else alive
   double peak_bytes = 0;
   double flops = 0;  // whole-step FLOPs on one rank

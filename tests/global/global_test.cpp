@@ -64,6 +64,28 @@ TEST(GlobalTensorTest, OneProcessWithoutInit) {
   EXPECT_HAS(error_of([&] { (void)g.data<float>(); }), "to_local");
 }
 
+// A global reshape that its shards cannot view copies them: the result is
+// no view of its input (it does not keep the input's memory alive, nor take
+// its in-place checks), as a local reshape that copies is none; one that
+// views is.
+TEST(GlobalTensorTest, AReshapeThatCopiesIsNoViewOfItsInput) {
+  Placement one = Placement::cpu(1);
+  Tensor x = uniform({4, 3, 2}, -1, 1, 6, DType::f32).to_global(one, Sbp::split(0));
+  Tensor copied = x.permute({0, 2, 1}).reshape({4, 6});
+  EXPECT_FALSE(copied.is_view());
+  EXPECT_FALSE(copied.shares_storage(x));
+  Tensor viewed = x.reshape({4, 6});
+  EXPECT_TRUE(viewed.is_view());
+  EXPECT_TRUE(viewed.shares_storage(x));
+  std::weak_ptr<TensorImpl> input = x.permute({0, 2, 1}).impl_ptr();
+  Tensor kept = x.permute({0, 2, 1});
+  Tensor result = kept.reshape({4, 6});
+  input = kept.impl_ptr();
+  kept = Tensor();
+  EXPECT_TRUE(input.expired());  // the copy holds nothing of what it copied
+  EXPECT_TRUE(all_close(result.to_local(), x.to_local().permute({0, 2, 1}).reshape({4, 6})));
+}
+
 #ifdef TESSERA_RUN_PATH
 struct Job {
   int status;

@@ -64,5 +64,33 @@ TEST(GraphCompile, PassesAreSwitchedOffByName) {
   EXPECT_HAS(error_of([&] { graph::compile(fn); }), "[graph::compile] unknown pass 'fusion'");
 }
 
+// The planned peak of a compiled training step is what a run holds: the
+// arena (made once, held between runs) and the values each run makes new
+// (here the loss the caller gets), measured by the allocator over a run.
+TEST(GraphCompile, APlannedPeakIsWhatARunHolds) {
+  manual_seed(5);
+  nn::Sequential model({std::make_shared<nn::Linear>(64, 256), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(256, 10)});
+  optim::SGD optimizer(model.parameters(), {.lr = 0.1});
+  auto step = graph::compile([&](const TensorVector& in) -> TensorVector {
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model.forward(in[0]), in[1]);
+    loss.backward();
+    optimizer.step();
+    return {loss};
+  });
+  const TensorVector batch{randn({32, 64}), randint(0, 10, {32})};
+  for (int i = 0; i < 3; ++i) (void)step(batch);
+  const int64_t arena = step.last_memory_plan().arena_bytes;
+  ASSERT_GT(arena, 0);
+  const auto held = static_cast<int64_t>(CpuAllocator::round_size(static_cast<size_t>(arena)));
+  CpuAllocator& allocator = CpuAllocator::instance();
+  allocator.reset_peak();
+  const int64_t before = allocator.stats().current_bytes;
+  (void)step(batch);
+  const int64_t during = allocator.stats().peak_bytes - before;
+  EXPECT_EQ(step.last_planned_peak_bytes(), held + during) << step.last_memory_plan().str();
+}
+
 }  // namespace
 }  // namespace tessera::testing

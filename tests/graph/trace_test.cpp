@@ -1,5 +1,7 @@
 // Tracing eager code into the graph IR, and running the IR.
 
+#include <map>
+
 #include "tessera/graph/trace.h"
 #include "testing.h"
 
@@ -111,6 +113,28 @@ TEST(GraphTrace, RunChecksItsInputs) {
                             {ones({1})});
              }),
              "output 0 was not computed by the traced function");
+}
+
+// A traced step holds what eager runs: gelu's and layer_norm's gradients
+// are one kernel each (not the derivative's elementwise ops, nor the terms
+// of layer_norm's mean and rstd outputs, which got no gradient).
+TEST(GraphTrace, GeluAndLayerNormGradientsAreOneKernelEach) {
+  manual_seed(4);
+  nn::Linear linear(8, 8);
+  nn::LayerNorm norm(Shape{8});
+  Tensor x = randn({4, 8});
+  const Graph graph = graph::trace(
+      [&](const TensorVector& in) -> TensorVector {
+        Tensor loss = sum(norm.forward(gelu(linear.forward(in[0]))));
+        loss.backward();
+        return {loss};
+      },
+      {x});
+  std::map<std::string, int> count;
+  for (const graph::Node& node : graph.nodes()) count[node.op->name] += 1;
+  EXPECT_EQ(count["gelu_backward"], 1) << graph.str();
+  EXPECT_EQ(count["layer_norm_backward"], 1) << graph.str();
+  for (const char* op : {"erf", "exp", "div", "sub"}) EXPECT_EQ(count[op], 0) << op << graph.str();
 }
 
 }  // namespace

@@ -478,9 +478,9 @@ TEST(DegenerateShapesCoverage, EveryRegisteredOpIsSwept) {
       "gather", "index_add", "scatter_add", "embedding", "tril", "triu", "pad", "pad_backward",
       // elementwise
       "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "tanh", "sigmoid", "relu",
-      "relu_backward", "gelu", "silu", "softplus", "add", "sub", "mul", "div", "pow", "maximum",
-      "minimum", "where", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-      "logical_not", "cast", "dropout", "copy_", "fill_",
+      "relu_backward", "gelu", "gelu_backward", "silu", "softplus", "add", "sub", "mul", "div",
+      "pow", "maximum", "minimum", "where", "clamp", "eq", "ne", "lt", "le", "gt", "ge",
+      "logical_and", "logical_or", "logical_not", "cast", "dropout", "copy_", "fill_",
       // layers
       "matmul", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
       "max_pool2d", "max_pool2d_backward", "max_pool2d_select", "avg_pool2d", "avg_pool2d_backward",

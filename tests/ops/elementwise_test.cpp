@@ -83,6 +83,50 @@ TEST(Unary, ReluBackwardIsOnePassAndDifferentiable) {
              "[relu_backward] grad f64[2, 3] and input f64[2]");
 }
 
+// gelu'(x), written out for the reference.
+double ref_gelu_derivative(double x, bool tanh_form) {
+  if (tanh_form) {
+    const double k = std::sqrt(2 / M_PI), c = 0.044715;
+    const double t = std::tanh(k * (x + c * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+  }
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+}
+
+TEST(Unary, GeluBackwardIsOnePassAndDifferentiable) {
+  for (const std::string form : {"none", "tanh"}) {
+    SCOPED_TRACE(form);
+    // Long enough for the vectorised body and the tail.
+    Tensor x = uniform({1037}, -5, 5, 21);
+    Tensor g = uniform({1037}, -2, 2, 22);
+    std::vector<double> want;
+    const std::vector<double> xs = x.to_vector<double>(), gs = g.to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      want.push_back(gs[i] * ref_gelu_derivative(xs[i], form == "tanh"));
+    }
+    EXPECT_TRUE(all_close(gelu_backward(g, x, form), want, 1e-12, 1e-12));
+    EXPECT_TRUE(
+        all_close(gelu_backward(g.to(DType::f32), x.to(DType::f32), form), want, 2e-6, 2e-6));
+    // gelu's gradient is this op, and its own gradient (both inputs) is right.
+    Tensor v = uniform({2, 3}, -3, 3, 23).set_requires_grad();
+    auto op = [form](const std::vector<Tensor>& in) { return gelu(in[0], form); };
+    EXPECT_TRUE(gradcheck(op, {v}));
+    EXPECT_TRUE(gradgradcheck(op, {v}));
+    auto backward = [form](const std::vector<Tensor>& in) {
+      return gelu_backward(in[0], in[1], form);
+    };
+    Tensor h = uniform({2, 3}, -1, 1, 24).set_requires_grad();
+    EXPECT_TRUE(gradcheck(backward, {h, v}));
+    EXPECT_TRUE(gradgradcheck(backward, {h, v}));
+  }
+  Tensor g = make({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_HAS(error_of([&] {
+               gelu_backward(g, make({1, 2}, {2}));
+             }),
+             "[gelu_backward] grad f64[2, 3] and input f64[2]");
+  EXPECT_HAS(error_of([&] { gelu_backward(g, g, "fast"); }), "approximate='fast'");
+}
+
 TEST(Unary, SecondOrderGradients) {
   for (const UnaryCase& c : kUnary) {
     if (std::string(c.name) == "relu" || std::string(c.name) == "abs") continue;
@@ -331,6 +375,12 @@ BINARY_SBP("div");
 TESSERA_SBP_CASE("relu_backward", [] {
   return std::vector<Tensor>{uniform({5, 7}, -2, 2, 1), uniform({5, 7}, -2, 2, 2)};
 });
+TESSERA_SBP_CASE(
+    "gelu_backward",
+    [] {
+      return std::vector<Tensor>{uniform({5, 7}, -2, 2, 1), uniform({5, 7}, -2, 2, 2)};
+    },
+    Attrs{{"approximate", std::string("tanh")}});
 BINARY_SBP("pow");
 BINARY_SBP("maximum");
 BINARY_SBP("minimum");

@@ -191,6 +191,34 @@ struct Div { template <typename T> T operator()(T a, T b) const { return a / b; 
 struct ReluGrad {
   template <typename T> T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
 };
+// (grad, gelu input) -> grad * gelu'(input).
+template <bool TanhForm>
+struct GeluGrad {
+  float operator()(float g, float x) const {
+    if constexpr (TanhForm) {
+      const float x2 = x * x;
+      const float t = fast_tanh(0.7978845608f * (x + 0.044715f * x2 * x));
+      const float du = 0.7978845608f * (1.0f + 3.0f * 0.044715f * x2);
+      return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+    } else {
+      const float cdf = 0.5f * (1.0f + fast_erf(x * 0.7071067812f));
+      const float pdf = 0.3989422804f * fast_exp(-0.5f * x * x);
+      return g * (cdf + x * pdf);
+    }
+  }
+  double operator()(double g, double x) const {
+    if constexpr (TanhForm) {
+      const double x2 = x * x;
+      const double t = std::tanh(0.7978845608028654 * (x + 0.044715 * x2 * x));
+      const double du = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x2);
+      return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
+    } else {
+      const double cdf = 0.5 * (1.0 + std::erf(x * 0.7071067811865476));
+      const double pdf = 0.3989422804014327 * std::exp(-0.5 * x * x);
+      return g * (cdf + x * pdf);
+    }
+  }
+};
 struct Pow {
   template <typename T> T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -274,6 +302,14 @@ TESSERA_REGISTER_KERNEL("sub", cpu, numeric_binary<Sub>, NUMERIC);
 TESSERA_REGISTER_KERNEL("mul", cpu, numeric_binary<Mul>, NUMERIC);
 TESSERA_REGISTER_KERNEL("div", cpu, floating_binary<Div>, FLOATS);
 TESSERA_REGISTER_KERNEL("relu_backward", cpu, numeric_binary<ReluGrad>, NUMERIC);
+void gelu_backward_kernel(KernelContext& ctx) {
+  if (ctx.attrs.get<std::string>("approximate") == "tanh") {
+    floating_binary<GeluGrad<true>>(ctx);
+  } else {
+    floating_binary<GeluGrad<false>>(ctx);
+  }
+}
+TESSERA_REGISTER_KERNEL("gelu_backward", cpu, gelu_backward_kernel, FLOATS);
 TESSERA_REGISTER_KERNEL("pow", cpu, numeric_binary<Pow>, NUMERIC);
 TESSERA_REGISTER_KERNEL("maximum", cpu, numeric_binary<Maximum>, NUMERIC);
 TESSERA_REGISTER_KERNEL("minimum", cpu, numeric_binary<Minimum>, NUMERIC);
@@ -431,20 +467,41 @@ void binary_tile(const Attrs&, const TileArgs& args) {
   }
 }
 
+void gelu_backward_tile(const Attrs& attrs, const TileArgs& args) {
+  if (attrs.get<std::string>("approximate") == "tanh") {
+    binary_tile<GeluGrad<true>>(attrs, args);
+  } else {
+    binary_tile<GeluGrad<false>>(attrs, args);
+  }
+}
+
 const bool tile_kernels_registered = [] {
   const std::pair<const char*, TileKernel> kernels[] = {
-      {"neg", unary_tile<Neg>},          {"abs", unary_tile<Abs>},
-      {"relu", unary_tile<Relu>},        {"clamp", unary_tile<Clamp>},
-      {"exp", unary_tile<Exp>},          {"log", unary_tile<Log>},
-      {"sqrt", unary_tile<Sqrt>},        {"rsqrt", unary_tile<Rsqrt>},
-      {"sin", unary_tile<Sin>},          {"cos", unary_tile<Cos>},
-      {"tanh", unary_tile<Tanh>},        {"sigmoid", unary_tile<Sigmoid>},
-      {"erf", unary_tile<Erf>},          {"gelu", gelu_tile},
-      {"silu", unary_tile<Silu>},        {"softplus", unary_tile<Softplus>},
-      {"add", binary_tile<Add>},         {"sub", binary_tile<Sub>},
-      {"mul", binary_tile<Mul>},         {"div", binary_tile<Div>},
-      {"pow", binary_tile<Pow>},         {"maximum", binary_tile<Maximum>},
-      {"minimum", binary_tile<Minimum>}, {"relu_backward", binary_tile<ReluGrad>},
+      {"neg", unary_tile<Neg>},
+      {"abs", unary_tile<Abs>},
+      {"relu", unary_tile<Relu>},
+      {"clamp", unary_tile<Clamp>},
+      {"exp", unary_tile<Exp>},
+      {"log", unary_tile<Log>},
+      {"sqrt", unary_tile<Sqrt>},
+      {"rsqrt", unary_tile<Rsqrt>},
+      {"sin", unary_tile<Sin>},
+      {"cos", unary_tile<Cos>},
+      {"tanh", unary_tile<Tanh>},
+      {"sigmoid", unary_tile<Sigmoid>},
+      {"erf", unary_tile<Erf>},
+      {"gelu", gelu_tile},
+      {"silu", unary_tile<Silu>},
+      {"softplus", unary_tile<Softplus>},
+      {"add", binary_tile<Add>},
+      {"sub", binary_tile<Sub>},
+      {"mul", binary_tile<Mul>},
+      {"div", binary_tile<Div>},
+      {"pow", binary_tile<Pow>},
+      {"maximum", binary_tile<Maximum>},
+      {"minimum", binary_tile<Minimum>},
+      {"relu_backward", binary_tile<ReluGrad>},
+      {"gelu_backward", gelu_backward_tile},
   };
   for (const auto& [op, kernel] : kernels) register_tile_kernel(op, kernel);
   return true;
