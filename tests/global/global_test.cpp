@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tessera/graph/trace.h"
 #include "testing.h"
 
 namespace tessera::testing {
@@ -84,6 +85,20 @@ TEST(GlobalTensorTest, AReshapeThatCopiesIsNoViewOfItsInput) {
   kept = Tensor();
   EXPECT_TRUE(input.expired());  // the copy holds nothing of what it copied
   EXPECT_TRUE(all_close(result.to_local(), x.to_local().permute({0, 2, 1}).reshape({4, 6})));
+  // Traced, the copy is a node of its own (memory the graph's plan places)
+  // and the reshape a view of it, as for a local tensor.
+  const graph::Graph traced = graph::trace(
+      [](const TensorVector& in) -> TensorVector {
+        return {in[0].permute({0, 2, 1}).reshape({4, 6}) * 2.0};
+      },
+      {x});
+  std::vector<std::string> ops;
+  for (const graph::Node& node : traced.nodes()) ops.push_back(node.op->name);
+  const auto copy = std::find(ops.begin(), ops.end(), "copy");
+  ASSERT_NE(copy, ops.end()) << traced.str();
+  EXPECT_EQ(*std::next(copy), "reshape") << traced.str();
+  EXPECT_TRUE(all_close(graph::run(traced, {x})[0].to_local(),
+                        x.to_local().permute({0, 2, 1}).reshape({4, 6}) * 2.0));
 }
 
 #ifdef TESSERA_RUN_PATH
