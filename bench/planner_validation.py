@@ -96,8 +96,23 @@ def main():
                         if not r["layout"].startswith("planner"))
         planner = min(r["measured_seconds"] for r in rows if r["layout"].startswith("planner"))
         same = "same" if by_prediction == by_measurement else "differs"
+        # The pairs the measurement separates: their medians differ by more
+        # than either's spread across jobs. Does the prediction order them
+        # the same way?
+        separated = agreeing = 0
+        for i, a in enumerate(rows):
+            for b in rows[i + 1:]:
+                gap = abs(a["measured_seconds"] - b["measured_seconds"])
+                noise = max(a["job_noise"] * a["measured_seconds"],
+                            b["job_noise"] * b["measured_seconds"])
+                if gap <= noise:
+                    continue
+                separated += 1
+                measured_first = a["measured_seconds"] < b["measured_seconds"]
+                agreeing += (a["predicted_seconds"] < b["predicted_seconds"]) == measured_first
         print(f"{model}, {ranks} ranks: predicted order {' < '.join(by_prediction)}; measured "
-              f"{' < '.join(by_measurement)} ({same}); "
+              f"{' < '.join(by_measurement)} ({same}); of the {separated} pairs the measurement "
+              f"separates beyond its noise, the prediction orders {agreeing} the same way; "
               f"planner's best / best hand layout {planner / best_hand:.2f}x time")
 
 
