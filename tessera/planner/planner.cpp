@@ -166,7 +166,8 @@ class Problem {
     // drops the last step's): each counts from the node that makes it.
     // Accumulated over micro-batches, they are alive all along.
     const bool gradients_made_in_step = options_.micro_batches == 1;
-    std::vector<double> gradient_bytes(sources_.size(), 0.0);
+    std::vector<double> gradient_bytes(sources_.size(), 0.0);  // in the parameter's layout
+    std::vector<double> made_bytes(sources_.size(), -1.0);     // as made; -1: not made yet
     double all_gradient_bytes = 0;
     for (size_t k = 0; k < sources_.size(); ++k) {
       const Source& source = sources_[k];
@@ -249,15 +250,23 @@ class Problem {
       p.flops += op.flops[static_cast<size_t>(choice[id])];
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         const int value = node.outputs[o];
-        const int gradient_of = gradient_source_[static_cast<size_t>(value)];
-        if (gradients_made_in_step && gradient_of >= 0) {
-          // Laid out as its parameter is; alive to the step's end.
-          live += std::exchange(gradient_bytes[static_cast<size_t>(gradient_of)], 0.0);
+        // A gradient's memory, or the memory a view of it will be: alive
+        // from here to the step's end.
+        const int gradient_of = gradient_memory_[static_cast<size_t>(value)];
+        if (gradient_of >= 0) {
+          const auto k = static_cast<size_t>(gradient_of);
+          if (gradients_made_in_step && made_bytes[k] < 0) {
+            // In the layout its op makes it in (a shard, a partial sum)
+            // until boxing makes it the parameter's.
+            const int made_value = gradient_value_[k];
+            made_bytes[k] = made_value < 0 ? gradient_bytes[k]
+                                           : allocated_bytes(graph_.value(made_value).meta,
+                                                             produced_layout(made_value, choice));
+            live += made_bytes[k];
+          }
           continue;
         }
-        if (gradient_memory_[static_cast<size_t>(value)] || aliased_input(node, o) >= 0) {
-          continue;
-        }
+        if (aliased_input(node, o) >= 0) continue;
         live_bytes[static_cast<size_t>(value)] =
             allocated_bytes(graph_.value(value).meta, option.output_sbps[o]);
         live += live_bytes[static_cast<size_t>(value)];
@@ -267,20 +276,22 @@ class Problem {
         if (gradient.node != op.node) continue;
         const double seconds = gradient_seconds(gradient, choice);
         gradients += seconds;
-        if (seconds > 0) {
-          // The gradient as made (counted above in its parameter's layout)
-          // is held beside what boxing makes of it: until the conversion
-          // ends, or, for a partial sum waiting in a bucket, until the
-          // bucket is reduced as one concatenated copy.
+        const auto to = static_cast<size_t>(passages_[gradient.passage].to);
+        if (seconds > 0 && gradients_made_in_step) {
+          // The gradient as made (counted above) is held beside what
+          // boxing makes of it: until the conversion ends, or, for a
+          // partial sum waiting in a bucket, until the bucket is reduced
+          // as one concatenated copy (which it is then a view of).
           const TensorMeta& meta = graph_.value(gradient.value).meta;
           const NdSbp& made = produced_layout(gradient.value, choice);
-          const auto to = static_cast<size_t>(passages_[gradient.passage].to);
           if (options_.gradient_bucket_bytes > 0 &&
               only_sums_differ(made, sources_[to].layouts[static_cast<size_t>(choice[to])])) {
             bucket += local_bytes(meta, mesh_, made);
             if (bucket >= options_.gradient_bucket_bytes) flush_bucket();
           } else {
-            peak = std::max(peak, live + allocated_bytes(meta, made));
+            peak = std::max(peak, live + gradient_bytes[to]);
+            live += gradient_bytes[to] - std::max(0.0, made_bytes[to]);
+            made_bytes[to] = gradient_bytes[to];
           }
         }
         if (options_.overlap_gradients && options_.model.overlaps_communication) {
@@ -506,18 +517,14 @@ class Problem {
     }
     // A gradient may be a view of what an op made (a weight's gradient, the
     // transpose of a matmul's output): that memory is the gradient's, which
-    // the state already counts.
-    gradient_memory_.assign(graph_.values().size(), false);
-    for (size_t v = 0; v < gradient_source_.size(); ++v) {
-      gradient_memory_[v] = gradient_source_[v] >= 0;
-    }
+    // the state already counts, from the node that makes it.
+    gradient_memory_ = gradient_source_;
     for (size_t n = graph_.nodes().size(); n-- > 0;) {
       const graph::Node& node = graph_.nodes()[n];
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         const int base = aliased_input(node, o);
-        if (base >= 0 && gradient_memory_[static_cast<size_t>(node.outputs[o])]) {
-          gradient_memory_[static_cast<size_t>(base)] = true;
-        }
+        const int of = gradient_memory_[static_cast<size_t>(node.outputs[o])];
+        if (base >= 0 && of >= 0) gradient_memory_[static_cast<size_t>(base)] = of;
       }
     }
   }
@@ -829,6 +836,7 @@ class Problem {
   }
 
   void make_edges() {
+    gradient_value_.assign(sources_.size(), -1);
     const graph::Graph& g = graph_;
     for (size_t k = 0; k < ops_.size(); ++k) {
       OpNode& op = ops_[k];
@@ -859,6 +867,7 @@ class Problem {
           add_passage(write.value, source, sources_[static_cast<size_t>(source)].layouts, false,
                       1 / static_cast<double>(options_.micro_batches));
       gradients_.push_back({value.node, passage, write.value});
+      gradient_value_[static_cast<size_t>(source)] = write.value;
     }
   }
 
@@ -939,7 +948,8 @@ class Problem {
   std::vector<int> choice_of_value_;  // value id -> its producer's choice node
   std::vector<int> output_of_value_;  // value id -> which output of it
   std::vector<int> gradient_source_;  // value id -> the source it is the gradient of
-  std::vector<bool> gradient_memory_;  // value id -> its memory is a gradient's
+  std::vector<int> gradient_memory_;  // value id -> the source whose gradient its memory is, or -1
+  std::vector<int> gradient_value_;   // source -> the value written as its gradient, or -1
   std::vector<int> last_use_;          // find_lifetimes
   std::vector<std::pair<int, int>> deaths_;
   std::vector<int> tape_release_;
