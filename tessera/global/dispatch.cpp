@@ -99,7 +99,8 @@ std::vector<Tensor> run_on_shards(const OpDef& op, const std::vector<Tensor>& in
   if (index < 0) return {};
   Attrs local_attrs =
       op.localize ? op.localize(attrs, local_metas, decision.inputs, offsets) : attrs;
-  if (op.name == "reshape") {
+  static const OpDef& reshape = find_op("reshape");
+  if (&op == &reshape) {
     // A shard its new shape cannot view is copied first, as its own op
     // (Tensor::reshape): a traced graph then holds the copy as a node whose
     // memory the graph's memory plan places, and the reshape stays a view.

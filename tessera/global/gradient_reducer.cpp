@@ -5,9 +5,9 @@
 // - By default (as DDP's buckets): each such gradient waits in a bucket with
 //   others of the same placement, dtype and reduced mesh axes; a bucket is
 //   reduced by one all-reduce of its concatenated shards when it reaches
-//   kBucketBytes and when backward ends. One collective per bucket instead
-//   of one per parameter: fewer round trips and fewer points where every
-//   rank waits for the slowest. Other conversions are boxed at once.
+//   kGradientBucketBytes (gradient_buckets.h) and when backward ends. One collective per bucket
+//   instead of one per parameter: fewer round trips and fewer points where every rank waits for the
+//   slowest. Other conversions are boxed at once.
 // - With TESSERA_OVERLAP_GRADIENTS=1, each gradient is reduced on a
 //   communication thread while backward computes earlier layers. Every rank
 //   hands gradients over in the same order (the engine's order is fixed by
@@ -108,9 +108,6 @@ struct Bucket {
   size_t bytes = 0;
 };
 
-constexpr size_t kBucketBytes = global::kGradientBucketBytes;
-constexpr size_t kFirstBucketBytes = global::kFirstGradientBucketBytes;
-
 // Buckets of the backward pass running on this thread, in the order they
 // were opened (the same on every rank), and how many it has flushed.
 thread_local std::vector<Bucket> open_buckets;
@@ -190,7 +187,8 @@ bool add_to_bucket(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradie
   bucket->shards.push_back(shard);
   bucket->bytes += static_cast<size_t>(shard.numel()) * dtype_size(shard.dtype());
   // As DDP: a small first bucket starts communication early in backward.
-  if (bucket->bytes >= (flushed_buckets == 0 ? kFirstBucketBytes : kBucketBytes)) {
+  if (bucket->bytes >=
+      (flushed_buckets == 0 ? global::kFirstGradientBucketBytes : global::kGradientBucketBytes)) {
     flush(*bucket, threaded);
   }
   return true;

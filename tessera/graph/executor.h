@@ -65,9 +65,10 @@ class Executor {
   // reserves it: the arena, and the values made new each run (collectives'
   // results, the caller's outputs, values the plan did not place) while
   // they live, with the last run's such gradients, which their parameters
-  // hold until this run writes new ones. Not counted: what kernels and collectives take for
-  // themselves inside a node, and tensors the graph reads (its inputs and
-  // variables).
+  // hold until this run writes new ones. Not counted: what kernels and
+  // collectives take for themselves inside a node, tensors the graph reads
+  // (its inputs and variables), and values that are global tensors (a
+  // traced step's values are shards; a global one has no size here).
   int64_t planned_peak_bytes() const { return planned_peak_bytes_; }
 
  private:

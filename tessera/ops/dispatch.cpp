@@ -236,6 +236,20 @@ void check_writable(const OpDef& op, const TensorVector& inputs) {
   }
 }
 
+// Whether a view op's output is its input's memory. A reshape that the
+// layout cannot view copies (a global one inside its local call), and a
+// global view of an input boxed into another layout views the boxed copy:
+// such an output is no view. Marking it one would keep the input alive as
+// long as the copy (a copy saved for backward would hold both) and apply
+// the input's in-place checks to memory that is not the input's. A rank
+// without a shard of either has nothing to compare: it keeps the view.
+bool views_memory_of(const Tensor& out, const Tensor& in) {
+  if (out.is_global() && (!out.local_shard().defined() || !in.local_shard().defined())) {
+    return true;
+  }
+  return out.shares_storage(in);
+}
+
 // As in PyTorch, an in-place op may write a tensor that another input is
 // exactly (x.add_(x)) but not one that another input partly overlaps: its
 // kernels read and write in chunks, so the result would depend on the
@@ -332,24 +346,6 @@ TensorVector redispatch(const OpDef& op, const TensorVector& inputs, const Attrs
   GradModeGuard no_grad(key == DispatchKey::global ? false : grad_enabled());
   return handlers().by_key[static_cast<int>(key)]->run(op, inputs, attrs);
 }
-
-namespace {
-
-// Whether a view op's output is its input's memory. A reshape that the
-// layout cannot view copies (a global one inside its local call), and a
-// global view of an input boxed into another layout views the boxed copy:
-// such an output is no view. Marking it one would keep the input alive as
-// long as the copy (a copy saved for backward would hold both) and apply
-// the input's in-place checks to memory that is not the input's. A rank
-// without a shard of either has nothing to compare: it keeps the view.
-bool views_memory_of(const Tensor& out, const Tensor& in) {
-  if (out.is_global() && (!out.local_shard().defined() || !in.local_shard().defined())) {
-    return true;
-  }
-  return out.shares_storage(in);
-}
-
-}  // namespace
 
 TensorVector call(const OpDef& op, const TensorVector& inputs, const Attrs& attrs) {
   bool any_requires_grad = false;

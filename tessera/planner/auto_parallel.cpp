@@ -1,9 +1,8 @@
 #include "tessera/planner/auto_parallel.h"
 
-#include <utility>
-
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "tessera/graph/trace.h"
 #include "tessera/optim/optimizer.h"

@@ -167,13 +167,20 @@ TESSERA_REGISTER_KERNEL("cos", cpu, floating_unary<Cos>, FLOATS);
 TESSERA_REGISTER_KERNEL("tanh", cpu, floating_unary<Tanh>, FLOATS);
 TESSERA_REGISTER_KERNEL("sigmoid", cpu, floating_unary<Sigmoid>, FLOATS);
 TESSERA_REGISTER_KERNEL("erf", cpu, floating_unary<Erf>, FLOATS);
-// One functor per form, chosen once per call, keeps the loop branch-free.
-void gelu_kernel(KernelContext& ctx) {
-  if (ctx.attrs.get<std::string>("approximate") == "tanh") {
-    floating_unary<Gelu<true>>(ctx);
+// Calls run.template operator()<Form<tanh>>() for the GELU form `attrs`
+// names: one functor per form, chosen once per call, keeps the loops
+// branch-free (gelu and gelu_backward, their kernels and tiles).
+template <template <bool> class Form, typename Run>
+void by_gelu_form(const Attrs& attrs, Run&& run) {
+  if (attrs.get<std::string>("approximate") == "tanh") {
+    run.template operator()<Form<true>>();
   } else {
-    floating_unary<Gelu<false>>(ctx);
+    run.template operator()<Form<false>>();
   }
+}
+
+void gelu_kernel(KernelContext& ctx) {
+  by_gelu_form<Gelu>(ctx.attrs, [&]<typename F>() { floating_unary<F>(ctx); });
 }
 
 TESSERA_REGISTER_KERNEL("gelu", cpu, gelu_kernel, FLOATS);
@@ -303,11 +310,7 @@ TESSERA_REGISTER_KERNEL("mul", cpu, numeric_binary<Mul>, NUMERIC);
 TESSERA_REGISTER_KERNEL("div", cpu, floating_binary<Div>, FLOATS);
 TESSERA_REGISTER_KERNEL("relu_backward", cpu, numeric_binary<ReluGrad>, NUMERIC);
 void gelu_backward_kernel(KernelContext& ctx) {
-  if (ctx.attrs.get<std::string>("approximate") == "tanh") {
-    floating_binary<GeluGrad<true>>(ctx);
-  } else {
-    floating_binary<GeluGrad<false>>(ctx);
-  }
+  by_gelu_form<GeluGrad>(ctx.attrs, [&]<typename F>() { floating_binary<F>(ctx); });
 }
 TESSERA_REGISTER_KERNEL("gelu_backward", cpu, gelu_backward_kernel, FLOATS);
 TESSERA_REGISTER_KERNEL("pow", cpu, numeric_binary<Pow>, NUMERIC);
@@ -422,11 +425,7 @@ void unary_tile(const Attrs& attrs, const TileArgs& args) {
 }
 
 void gelu_tile(const Attrs& attrs, const TileArgs& args) {
-  if (attrs.get<std::string>("approximate") == "tanh") {
-    unary_tile<Gelu<true>>(attrs, args);
-  } else {
-    unary_tile<Gelu<false>>(attrs, args);
-  }
+  by_gelu_form<Gelu>(attrs, [&]<typename F>() { unary_tile<F>(attrs, args); });
 }
 
 template <typename F>
@@ -468,11 +467,7 @@ void binary_tile(const Attrs&, const TileArgs& args) {
 }
 
 void gelu_backward_tile(const Attrs& attrs, const TileArgs& args) {
-  if (attrs.get<std::string>("approximate") == "tanh") {
-    binary_tile<GeluGrad<true>>(attrs, args);
-  } else {
-    binary_tile<GeluGrad<false>>(attrs, args);
-  }
+  by_gelu_form<GeluGrad>(attrs, [&]<typename F>() { binary_tile<F>(attrs, args); });
 }
 
 const bool tile_kernels_registered = [] {
